@@ -1,0 +1,50 @@
+"""privselect: differentially private hyperparameter selection with certified privacy profiles.
+
+Data flow: mechanism descriptions -> accountants -> :class:`PrivacyProfile` -> selection
+bounds -> certificates -> the private tuner. This module re-exports the public API only.
+"""
+
+from .accounting import (
+    CertificationError,
+    ErrorBudget,
+    PrivacyProfile,
+    gaussian_delta,
+    gaussian_epsilon,
+    gdp_profile,
+    privacy_profile,
+)
+from .mechanisms import (
+    ApproxDP,
+    Composition,
+    Gaussian,
+    Laplace,
+    Mechanism,
+    PoissonSubsampled,
+    PureDP,
+    RandomizedResponse,
+    SampledWithoutReplacement,
+    compose,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Mechanism",
+    "Gaussian",
+    "Laplace",
+    "RandomizedResponse",
+    "PureDP",
+    "ApproxDP",
+    "PoissonSubsampled",
+    "SampledWithoutReplacement",
+    "Composition",
+    "compose",
+    "privacy_profile",
+    "PrivacyProfile",
+    "ErrorBudget",
+    "CertificationError",
+    "gdp_profile",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "__version__",
+]

@@ -1,0 +1,153 @@
+"""Mechanism descriptions: validation, algebra, and the privacy-loss laws behind them."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy import integrate
+
+import privselect as ps
+from privselect.accounting.plrv import composed_losses, privacy_losses
+
+
+def hockey_stick(loss, eps):
+    """delta(eps) = P[L=inf] + int_eps^inf e^{eps-t} P[L > t] dt (Gopi et al. 2021, Thm 3.3)."""
+    lo, hi = loss.support
+    upper = hi if math.isfinite(hi) else eps + 80.0
+    if upper <= eps:
+        return loss.inf_mass
+    points = [p for p in (lo, hi) if math.isfinite(p) and eps < p < upper]
+    val, _ = integrate.quad(lambda t: math.exp(eps - t) * float(loss.sf(np.array(t))), eps, upper,
+                            points=points or None, limit=400, epsabs=1e-14, epsrel=1e-12)
+    return loss.inf_mass + val
+
+
+@pytest.mark.parametrize(
+    "factory, message",
+    [
+        (lambda: ps.Gaussian(0), "noise_multiplier"),
+        (lambda: ps.Gaussian(-1.0), "noise_multiplier"),
+        (lambda: ps.Gaussian(float("nan")), "noise_multiplier"),
+        (lambda: ps.Gaussian(float("inf")), "noise_multiplier"),
+        (lambda: ps.Gaussian(1.0, sensitivity=0), "sensitivity"),
+        (lambda: ps.Laplace(0), "scale"),
+        (lambda: ps.RandomizedResponse(1.0), "p"),
+        (lambda: ps.RandomizedResponse(0.0), "p"),
+        (lambda: ps.PureDP(-0.1), "epsilon"),
+        (lambda: ps.ApproxDP(1.0, 1.0), "delta"),
+        (lambda: ps.ApproxDP(1.0, -1e-9), "delta"),
+        (lambda: ps.Gaussian(1.0).poisson_subsample(0), "rate"),
+        (lambda: ps.Gaussian(1.0).poisson_subsample(1.5), "rate"),
+        (lambda: ps.Gaussian(1.0).poisson_subsample(float("nan")), "rate"),
+        (lambda: ps.Gaussian(1.0).compose(0), "k"),
+        (lambda: ps.Gaussian(1.0).compose(2.5), "k"),
+        (lambda: ps.Gaussian(1.0).compose(-3), "k"),
+    ],
+)
+def test_bad_parameters_raise_value_error_naming_the_parameter(factory, message):
+    with pytest.raises(ValueError, match=message):
+        factory()
+
+
+def test_bad_types_raise_type_error():
+    with pytest.raises(TypeError, match="noise_multiplier"):
+        ps.Gaussian("1.0")
+    with pytest.raises(TypeError, match="k"):
+        ps.Gaussian(1.0).compose(True)
+    with pytest.raises(TypeError):
+        ps.compose(ps.Gaussian(1.0), "laplace")
+
+
+def test_mechanisms_are_frozen_and_hashable():
+    g = ps.Gaussian(1.1)
+    with pytest.raises(AttributeError):
+        g.noise_multiplier = 2.0
+    assert hash(g) == hash(ps.Gaussian(1.1)) and g == ps.Gaussian(1.1)
+
+
+def test_composition_merges_equal_parts_and_counts():
+    g, lap = ps.Gaussian(2.0), ps.Laplace(1.0)
+    c = ps.compose(g, lap, g.compose(3), lap)
+    assert dict(c.parts) == {g: 4, lap: 2}
+    assert c.compose(10).total_count == 60
+    assert ps.compose(g.compose(2), lap) == ps.compose(lap, g, g)
+
+
+def test_subsampling_refuses_composites_and_nesting():
+    with pytest.raises(ValueError, match="subsample each step"):
+        ps.Gaussian(1.0).compose(3).poisson_subsample(0.1)
+    with pytest.raises(ValueError, match="PoissonSubsampled"):
+        ps.Gaussian(1.0).poisson_subsample(0.1).poisson_subsample(0.1)
+
+
+def test_asymmetry_flags():
+    assert ps.Gaussian(1.0).is_symmetric
+    assert not ps.Gaussian(1.0).poisson_subsample(0.1).is_symmetric
+    assert ps.Gaussian(1.0).poisson_subsample(1.0).is_symmetric
+    losses = privacy_losses(ps.Gaussian(1.0).poisson_subsample(0.1))
+    assert not losses.is_symmetric
+
+
+# -- privacy-loss laws against closed forms (accounting-cf.md §3, §5) ------------------
+
+@pytest.mark.parametrize("eps, expected", [(-1, 0.6788179748866), (0, 0.382924922548), (0.5, 0.2384217081349),
+                                           (1, 0.1269367375066), (2, 0.02092363582111), (3, 0.001537185369401)])
+def test_gaussian_loss_law_reproduces_exact_profile(eps, expected):
+    loss = privacy_losses(ps.Gaussian(1.0)).remove
+    assert hockey_stick(loss, eps) == pytest.approx(expected, rel=1e-8)
+
+
+@pytest.mark.parametrize("eps, expected", [(0, 0.393469340287), (0.5, 0.221199216929), (0.9, 0.048770575499)])
+def test_laplace_loss_law_reproduces_exact_profile(eps, expected):
+    loss = privacy_losses(ps.Laplace(1.0)).remove
+    assert hockey_stick(loss, eps) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "alpha, remove, add",
+    [(0.5, 0.5, 0.527464), (0.8, 0.270679, 0.305497), (1.5, 0.095305, 0.027464), (3.0, 0.023177, 0.0),
+     (6.0, 0.004096, 0.0)],
+)
+def test_subsampled_gaussian_directions(alpha, remove, add):
+    """Zhu, Dong, Wang 2022 Fig. 4 setting (sigma=1, rate=0.5): values of accounting-cf.md §1.3."""
+    losses = privacy_losses(ps.Gaussian(1.0).poisson_subsample(0.5))
+    eps = math.log(alpha)
+    assert hockey_stick(losses.remove, eps) == pytest.approx(remove, abs=2e-6)
+    assert hockey_stick(losses.add, eps) == pytest.approx(add, abs=2e-6)
+
+
+def test_randomized_response_and_approx_dp_laws():
+    p = 0.52
+    rr = privacy_losses(ps.RandomizedResponse(p)).remove
+    # single step: delta(eps) = p - e^eps (1 - p) for 0 <= eps <= log(p/(1-p))
+    assert hockey_stick(rr, 0.05) == pytest.approx(p - math.exp(0.05) * (1 - p), abs=1e-12)
+    adp = privacy_losses(ps.ApproxDP(1.0, 1e-3)).remove
+    # Gopi et al. 2021 App. B.1: delta(eps') = delta + (1-delta)(e^eps - e^eps')_+ / (1 + e^eps)
+    for e in (0.0, 0.5, 1.0, 2.0):
+        expected = 1e-3 + (1 - 1e-3) * max(math.e - math.exp(e), 0) / (1 + math.e)
+        assert hockey_stick(adp, e) == pytest.approx(expected, abs=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sigma=st.floats(0.3, 20.0),
+    rate=st.floats(1e-4, 0.99),
+    x=st.lists(st.floats(-30.0, 30.0), min_size=1, max_size=8),
+)
+def test_subsampled_laws_are_distributions(sigma, rate, x):
+    """cdf + sf = 1 in both directions and both measures; CDFs non-decreasing; Q = e^{-L} P."""
+    losses = privacy_losses(ps.Gaussian(sigma).poisson_subsample(rate))
+    grid = np.sort(np.asarray(x))
+    for loss in (losses.remove, losses.add):
+        np.testing.assert_allclose(loss.cdf(grid) + loss.sf(grid), 1.0, atol=1e-12)
+        np.testing.assert_allclose(loss.cdf_secondary(grid) + loss.sf_secondary(grid), 1.0, atol=1e-12)
+        assert np.all(np.diff(loss.cdf(grid)) >= -1e-15)
+        # E_P[e^{-L}] = Q(finite) = 1 (Gopi et al. 2021, Thm 3.2 identity)
+        assert float(np.real(np.exp(loss.log_phi(np.array([1j])))[0])) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_composed_losses_lists_each_distinct_component():
+    g, lap = ps.Gaussian(2.0), ps.Laplace(1.0)
+    parts = composed_losses(ps.compose(g.compose(5), lap))
+    assert sorted(count for _, count in parts) == [1, 5]

@@ -1,0 +1,164 @@
+"""Privacy-profile bounds for private selection (Koskela, Redberg, Wang 2024, Sec. 5).
+
+"Run the base mechanism K times and release the best" is bounded from the base mechanism's
+privacy profile delta(.) by KRW Thm 5.2 (truncated negative binomial K), Thm 5.7 (binomial K)
+and Cor. 5.8 (Poisson K). Each has the form
+
+    H_{e^eps}(A || A') <= m * delta(eps - s(eps_1))     for every eps_1 >= 0 (m = E[K]),
+
+where the shift s depends on eps_1 but not on eps. Since delta(.) is non-increasing, the best
+eps_1 is the one minimising s, whatever eps is asked for, and the whole tuning procedure has
+
+    delta_A(eps) <= min(1, m * delta(eps - s*)),      eps_A(delta) <= eps_base(delta / m) + s*,
+
+with s* = min over eps_1 of s(eps_1). :func:`selection_shift` finds s* (grid plus local
+refinement; any eps_1 gives a valid bound, so the search only affects tightness) and
+:func:`selection_profile` returns the procedure's profile as a :class:`PrivacyProfile`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+from ..accounting import privacy_profile
+from ..accounting.profile import DirectionalCurve, ErrorBudget, PrivacyProfile
+from .distributions import Binomial, KDistribution, Poisson, TruncatedNegativeBinomial
+
+__all__ = ["SelectionShift", "selection_shift", "selection_profile", "profile_epsilon", "profile_delta"]
+
+#: eps_1 search grid: 0, then log-spaced from 1e-6 to 60 (beyond ~60 every shift term is
+#: dominated by e^{eps_1}, so larger eps_1 never helps).
+_EPS1_GRID = np.concatenate([[0.0], np.logspace(-6, math.log10(60.0), 600)])
+
+
+@dataclass(frozen=True)
+class SelectionShift:
+    """The optimised shift s* of a profile bound, the eps_1 attaining it, and the theorem used."""
+
+    shift: float
+    epsilon1: float
+    mean: float
+    theorem: str
+
+
+def _tnb_objective(dist: TruncatedNegativeBinomial, eps1: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """KRW Thm 5.2: s(eps_1) = (eta+1) log(e^{eps_1} + (1-gamma)/gamma * delta(eps_1))."""
+    c = (1 - dist.gamma) / dist.gamma
+    return (dist.eta + 1) * np.logaddexp(eps1, np.log(c) + np.log(np.maximum(d, 1e-320)))
+
+
+def _binomial_objective(dist: Binomial, eps1: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """KRW Thm 5.7: s(eps_1) = (n-1) log(1 + p(e^{eps_1} - 1) + p delta(eps_1)), where
+    eps_1 >= log(1 + p/(1-p) delta(eps_1)); infeasible eps_1 get +inf."""
+    p = dist.p
+    s = (dist.n - 1) * np.log1p(p * np.expm1(eps1) + p * d)
+    feasible = eps1 >= np.log1p(p / (1 - p) * d)
+    return np.where(feasible, s, np.inf)
+
+
+def _poisson_objective(dist: Poisson, eps1: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """KRW Cor. 5.8: s(eps_1) = m (e^{eps_1} - 1) + m delta(eps_1)."""
+    return dist.mean * (np.expm1(eps1) + d)
+
+
+_THEOREMS = {
+    TruncatedNegativeBinomial: ("Koskela-Redberg-Wang 2024, Thm 5.2", _tnb_objective),
+    Binomial: ("Koskela-Redberg-Wang 2024, Thm 5.7", _binomial_objective),
+    Poisson: ("Koskela-Redberg-Wang 2024, Cor. 5.8", _poisson_objective),
+}
+
+
+def _theorem_for(k_dist: KDistribution):
+    try:
+        return _THEOREMS[type(k_dist)]
+    except KeyError:
+        raise TypeError(
+            f"k must be a TruncatedNegativeBinomial, Binomial or Poisson distribution, got {type(k_dist).__name__}"
+        ) from None
+
+
+def selection_shift(base: PrivacyProfile, k_dist: KDistribution) -> SelectionShift:
+    """s* = min over eps_1 >= 0 of the theorem's shift, from the certified upper profile."""
+    theorem, objective = _theorem_for(k_dist)
+    f = lambda e1: objective(k_dist, np.asarray(e1, dtype=float), base.delta(np.asarray(e1, dtype=float)))  # noqa: E731
+    values = f(_EPS1_GRID)
+    if not np.isfinite(values).any():
+        raise ValueError(f"no eps_1 >= 0 satisfies the condition of {theorem} for this base profile")
+    best = int(np.argmin(values))
+    lo = _EPS1_GRID[max(best - 1, 0)]
+    hi = _EPS1_GRID[min(best + 1, len(_EPS1_GRID) - 1)]
+    eps1, shift = float(_EPS1_GRID[best]), float(values[best])
+    if hi > lo:
+        res = optimize.minimize_scalar(lambda e: float(f(np.array([e]))[0]), bounds=(lo, hi), method="bounded",
+                                       options={"xatol": 1e-10})
+        refined = float(f(np.array([res.x]))[0])  # re-evaluate: only evaluated points certify
+        if refined < shift:
+            eps1, shift = float(res.x), refined
+    return SelectionShift(shift=shift, epsilon1=eps1, mean=k_dist.mean, theorem=theorem)
+
+
+def profile_epsilon(base: PrivacyProfile, k_dist: KDistribution, delta: float) -> tuple[float, SelectionShift]:
+    """Certified eps of the selection at ``delta``: eps_base(delta/m) + s* (KRW Sec. 5)."""
+    sel = selection_shift(base, k_dist)
+    if delta >= sel.mean:  # m * delta(.) <= m <= delta: (0, delta)-DP for every eps > 0
+        return 0.0, sel
+    return max(float(base.epsilon(delta / sel.mean)) + sel.shift, 0.0), sel
+
+
+def profile_delta(base: PrivacyProfile, k_dist: KDistribution, eps) -> np.ndarray:
+    """Certified delta of the selection at ``eps`` (vectorised): min(1, m delta(eps - s*))."""
+    return selection_profile(base, k_dist).delta(eps)
+
+
+class SelectionCurve(DirectionalCurve):
+    """delta_A(eps) <= min(1, m * delta_base(eps - s*)); both directions are already in delta_base.
+
+    Thm 5.7 and Cor. 5.8 are stated for eps > 0; there the curve returns the trivial bound 1.
+    No lower bound is available from these theorems: the lower side is 0.
+    """
+
+    direction = "both"
+
+    def __init__(self, base: PrivacyProfile, sel: SelectionShift, all_eps: bool) -> None:
+        self.base, self.sel, self.all_eps = base, sel, all_eps
+        budget = base.error_budget
+        self.error_budget = ErrorBudget(
+            eps_error=budget.eps_error, delta_error=sel.mean * budget.delta_error, min_delta=sel.mean * budget.min_delta,
+            details=budget.details + (("selection_mean_amplification", sel.mean),),
+        )
+
+    def delta_bounds(self, eps):
+        e = np.asarray(eps, dtype=float)
+        upper = np.minimum(1.0, self.sel.mean * self.base.delta(e - self.sel.shift))
+        if not self.all_eps:
+            upper = np.where(e > 0, upper, 1.0)
+        return np.zeros_like(upper), upper
+
+    def epsilon_bounds(self, delta):
+        d = np.asarray(delta, dtype=float)
+        scaled = d / self.sel.mean
+        inside = scaled < 1
+        base_eps = self.base.epsilon(np.where(inside, scaled, 0.5))
+        upper = np.where(inside, np.maximum(base_eps + self.sel.shift, 0.0), 0.0)
+        return np.zeros_like(upper), upper
+
+
+def selection_profile(base, k_dist: KDistribution, **accountant_options) -> PrivacyProfile:
+    """The whole selection procedure's privacy profile (KRW Thm 5.2, Thm 5.7, Cor. 5.8).
+
+    ``base`` is a mechanism (accounted with ``privacy_profile``) or a built PrivacyProfile.
+    """
+    base_profile = privacy_profile(base, **accountant_options)
+    sel = selection_shift(base_profile, k_dist)
+    curve = SelectionCurve(base_profile, sel, all_eps=isinstance(k_dist, TruncatedNegativeBinomial))
+    return PrivacyProfile(
+        curves=(curve,),
+        method=f"selection[{base_profile.method}]",
+        mechanism=base_profile.mechanism,
+        description=f"best of K ~ {k_dist!r} runs; {sel.theorem}, eps_1 = {sel.epsilon1:.6g}, shift = {sel.shift:.6g}",
+        metadata=(("theorem", sel.theorem), ("epsilon1", sel.epsilon1), ("shift", sel.shift), ("mean_k", sel.mean)),
+    )

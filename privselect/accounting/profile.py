@@ -34,6 +34,8 @@ __all__ = [
     "gaussian_epsilon",
     "GaussianCurve",
     "gdp_profile",
+    "discrete_profile",
+    "ScaledShiftedCurve",
 ]
 
 
@@ -236,6 +238,45 @@ def _like(template, values: np.ndarray):
     return values
 
 
+class ScaledShiftedCurve(DirectionalCurve):
+    """delta'(eps) = min(1, scale * delta_base(eps - shift)), an upper bound only.
+
+    The form of every profile bound of Koskela, Redberg, Wang 2024 (Thm 3.2, 3.3, 5.2, 5.7,
+    Cor. 5.8). ``delta_base`` is the certified upper side of ``base`` (both directions
+    already maximised). Where the bound is only proven for eps > 0 (``positive_eps_only``),
+    the curve returns the trivial bound 1 at eps <= 0. The lower side is 0.
+    """
+
+    direction = "both"
+
+    def __init__(self, base: "PrivacyProfile", *, scale: float, shift: float = 0.0,
+                 positive_eps_only: bool = False, label: str = "scale") -> None:
+        self.base, self.scale, self.shift, self.positive_eps_only = base, float(scale), float(shift), positive_eps_only
+        budget = base.error_budget
+        self.error_budget = ErrorBudget(
+            eps_error=budget.eps_error,
+            delta_error=self.scale * budget.delta_error,
+            min_delta=self.scale * budget.min_delta,
+            details=budget.details + ((label, self.scale),),
+        )
+
+    def delta_bounds(self, eps):
+        e = np.asarray(eps, dtype=float)
+        upper = np.minimum(1.0, self.scale * self.base.delta(e - self.shift))
+        if self.positive_eps_only:
+            upper = np.where(e > 0, upper, 1.0)
+        return np.zeros_like(upper), upper
+
+    def epsilon_bounds(self, delta):
+        d = np.asarray(delta, dtype=float)
+        scaled = d / self.scale
+        inside = scaled < 1
+        base_eps = self.base.epsilon(np.where(inside, scaled, 0.5))
+        # scale * delta_base(.) <= scale <= delta: (0, delta) for every eps > 0.
+        upper = np.where(inside, np.maximum(base_eps + self.shift, 0.0), 0.0)
+        return np.zeros_like(upper), upper
+
+
 # ----------------------------------------------------------------------------------------
 # Exact profiles: the Gaussian mechanism and mu-GDP
 # ----------------------------------------------------------------------------------------
@@ -280,6 +321,39 @@ class GaussianCurve(DirectionalCurve):
 
     def delta_estimate(self, eps):
         return gaussian_delta(eps, self.mu)
+
+
+class DiscretePairCurve(DirectionalCurve):
+    """Exact H_{e^eps}(P || Q) = sum_o (p(o) - e^eps q(o))_+ of two pmfs on a finite space."""
+
+    def __init__(self, p: np.ndarray, q: np.ndarray, direction: str) -> None:
+        self.p, self.q, self.direction = p, q, direction
+        self.error_budget = ErrorBudget(details=(("exact_sum", 0.0),))
+
+    def delta_bounds(self, eps):
+        e = np.asarray(eps, dtype=float)
+        with np.errstate(over="ignore", invalid="ignore"):
+            terms = self.p[None, :] - np.exp(e).reshape(-1, 1) * self.q[None, :]
+        terms = np.where(self.q[None, :] == 0, self.p[None, :], terms)
+        d = np.clip(np.maximum(terms, 0.0).sum(axis=1), 0.0, 1.0).reshape(e.shape)
+        slack = self.p.size * np.finfo(float).eps * np.maximum(d, np.finfo(float).tiny)
+        return np.clip(d - slack, 0, 1), np.clip(d + slack, 0, 1)
+
+
+def discrete_profile(p, q) -> PrivacyProfile:
+    """Exact profile max(H(P||Q), H(Q||P)) of two distributions on a finite output space.
+
+    For testing bounds against exact computations (e.g. Report-Noisy-Max, private selection
+    with a finite ordered score space) and for mechanisms whose worst-case pair is known.
+    """
+    pa, qa = check.real_array("p", p), check.real_array("q", q)
+    if pa.shape != qa.shape or pa.ndim != 1:
+        raise ValueError("p and q must be 1-d arrays of the same length")
+    for name, arr in (("p", pa), ("q", qa)):
+        if (arr < 0).any() or not math.isclose(float(arr.sum()), 1.0, rel_tol=0, abs_tol=1e-12):
+            raise ValueError(f"{name} must be a probability vector (non-negative, summing to 1)")
+    curves = (DiscretePairCurve(pa, qa, "p||q"), DiscretePairCurve(qa, pa, "q||p"))
+    return PrivacyProfile(curves=curves, method="exact", description="discrete pair")
 
 
 def gdp_profile(mu: float) -> PrivacyProfile:

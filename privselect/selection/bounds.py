@@ -22,13 +22,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
 
 from ..accounting import privacy_profile
-from ..accounting.profile import DirectionalCurve, ErrorBudget, PrivacyProfile
+from ..accounting.profile import PrivacyProfile, ScaledShiftedCurve
 from .distributions import Binomial, KDistribution, Poisson, TruncatedNegativeBinomial
 
-__all__ = ["SelectionShift", "selection_shift", "selection_profile", "profile_epsilon", "profile_delta"]
+__all__ = ["SelectionShift", "selection_shift", "selection_profile"]
 
 #: eps_1 search grid: 0, then log-spaced from 1e-6 to 60 (beyond ~60 every shift term is
 #: dominated by e^{eps_1}, so larger eps_1 never helps).
@@ -89,62 +88,19 @@ def selection_shift(base: PrivacyProfile, k_dist: KDistribution) -> SelectionShi
     if not np.isfinite(values).any():
         raise ValueError(f"no eps_1 >= 0 satisfies the condition of {theorem} for this base profile")
     best = int(np.argmin(values))
+    eps1, shift = float(_EPS1_GRID[best]), float(values[best])
+    # Zoom in around the best grid point with vectorised local grids (the objective can have
+    # kinks, e.g. where a pure-DP profile reaches 0, so no smoothness is assumed).
     lo = _EPS1_GRID[max(best - 1, 0)]
     hi = _EPS1_GRID[min(best + 1, len(_EPS1_GRID) - 1)]
-    eps1, shift = float(_EPS1_GRID[best]), float(values[best])
-    if hi > lo:
-        res = optimize.minimize_scalar(lambda e: float(f(np.array([e]))[0]), bounds=(lo, hi), method="bounded",
-                                       options={"xatol": 1e-10})
-        refined = float(f(np.array([res.x]))[0])  # re-evaluate: only evaluated points certify
-        if refined < shift:
-            eps1, shift = float(res.x), refined
-    return SelectionShift(shift=shift, epsilon1=eps1, mean=k_dist.mean, theorem=theorem)
-
-
-def profile_epsilon(base: PrivacyProfile, k_dist: KDistribution, delta: float) -> tuple[float, SelectionShift]:
-    """Certified eps of the selection at ``delta``: eps_base(delta/m) + s* (KRW Sec. 5)."""
-    sel = selection_shift(base, k_dist)
-    if delta >= sel.mean:  # m * delta(.) <= m <= delta: (0, delta)-DP for every eps > 0
-        return 0.0, sel
-    return max(float(base.epsilon(delta / sel.mean)) + sel.shift, 0.0), sel
-
-
-def profile_delta(base: PrivacyProfile, k_dist: KDistribution, eps) -> np.ndarray:
-    """Certified delta of the selection at ``eps`` (vectorised): min(1, m delta(eps - s*))."""
-    return selection_profile(base, k_dist).delta(eps)
-
-
-class SelectionCurve(DirectionalCurve):
-    """delta_A(eps) <= min(1, m * delta_base(eps - s*)); both directions are already in delta_base.
-
-    Thm 5.7 and Cor. 5.8 are stated for eps > 0; there the curve returns the trivial bound 1.
-    No lower bound is available from these theorems: the lower side is 0.
-    """
-
-    direction = "both"
-
-    def __init__(self, base: PrivacyProfile, sel: SelectionShift, all_eps: bool) -> None:
-        self.base, self.sel, self.all_eps = base, sel, all_eps
-        budget = base.error_budget
-        self.error_budget = ErrorBudget(
-            eps_error=budget.eps_error, delta_error=sel.mean * budget.delta_error, min_delta=sel.mean * budget.min_delta,
-            details=budget.details + (("selection_mean_amplification", sel.mean),),
-        )
-
-    def delta_bounds(self, eps):
-        e = np.asarray(eps, dtype=float)
-        upper = np.minimum(1.0, self.sel.mean * self.base.delta(e - self.sel.shift))
-        if not self.all_eps:
-            upper = np.where(e > 0, upper, 1.0)
-        return np.zeros_like(upper), upper
-
-    def epsilon_bounds(self, delta):
-        d = np.asarray(delta, dtype=float)
-        scaled = d / self.sel.mean
-        inside = scaled < 1
-        base_eps = self.base.epsilon(np.where(inside, scaled, 0.5))
-        upper = np.where(inside, np.maximum(base_eps + self.sel.shift, 0.0), 0.0)
-        return np.zeros_like(upper), upper
+    for _ in range(8):
+        local = np.linspace(lo, hi, 201)
+        local_values = f(local)
+        i = int(np.argmin(local_values))
+        if local_values[i] < shift:
+            eps1, shift = float(local[i]), float(local_values[i])
+        lo, hi = local[max(i - 1, 0)], local[min(i + 1, 200)]
+    return SelectionShift(shift=shift, epsilon1=eps1, mean=float(k_dist.mean), theorem=theorem)
 
 
 def selection_profile(base, k_dist: KDistribution, **accountant_options) -> PrivacyProfile:
@@ -154,7 +110,10 @@ def selection_profile(base, k_dist: KDistribution, **accountant_options) -> Priv
     """
     base_profile = privacy_profile(base, **accountant_options)
     sel = selection_shift(base_profile, k_dist)
-    curve = SelectionCurve(base_profile, sel, all_eps=isinstance(k_dist, TruncatedNegativeBinomial))
+    # Thm 5.2 holds for every eps; Thm 5.7 and Cor. 5.8 are stated for eps > 0.
+    curve = ScaledShiftedCurve(base_profile, scale=sel.mean, shift=sel.shift,
+                               positive_eps_only=not isinstance(k_dist, TruncatedNegativeBinomial),
+                               label="selection_mean_amplification")
     return PrivacyProfile(
         curves=(curve,),
         method=f"selection[{base_profile.method}]",

@@ -199,7 +199,7 @@ def _tnb_gamma_from_mean(eta: float, mean: float) -> float:
     root = optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)
     gamma = math.exp(root)
     while _tnb_mean(eta, gamma) < mean:  # step to the conservative side of the bracket
-        gamma = np.nextafter(gamma, 0.0)
+        gamma = float(np.nextafter(gamma, 0.0))
     return gamma
 
 

@@ -1,0 +1,126 @@
+"""KRW selection bounds against closed forms, the paper's corollaries and exact computations."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import privselect as ps
+from privselect.accounting.profile import discrete_profile
+from privselect.selection.bounds import selection_profile, selection_shift
+from privselect.selection.distributions import Binomial, Geometric, Logarithmic, Poisson, TruncatedNegativeBinomial
+
+
+def pure_dp_profile(eps0):
+    """Exact profile of eps0-DP randomized response (the worst case of pure DP)."""
+    p = math.exp(eps0) / (1 + math.exp(eps0))
+    return discrete_profile([p, 1 - p], [1 - p, p])
+
+
+def approx_dp_profile(eps0, delta0):
+    """Exact profile of the (eps0, delta0) worst case (Gopi et al. 2021 App. B.1; accounting-cf.md §3.4)."""
+    p = math.exp(eps0) / (1 + math.exp(eps0))
+    return discrete_profile([delta0, (1 - delta0) * p, (1 - delta0) * (1 - p), 0.0],
+                            [0.0, (1 - delta0) * (1 - p), (1 - delta0) * p, delta0])
+
+
+@pytest.mark.parametrize("eta", [-0.5, 0.0, 1.0, 3.0])
+@pytest.mark.parametrize("eps0", [0.1, 1.0])
+def test_pure_dp_base_gives_eta_plus_two_eps(eta, eps0):
+    """KRW Cor. 5.3: an eps-DP base gives an (eta+2) eps-DP selection (eta = 1: Liu-Talwar's 3 eps)."""
+    k = TruncatedNegativeBinomial(eta, mean=20)
+    cert = selection_profile(pure_dp_profile(eps0), k)
+    assert cert.epsilon(1e-14) == pytest.approx((eta + 2) * eps0, abs=1e-9)
+    assert cert.epsilon(1e-14) <= (eta + 2) * eps0 + 1e-12
+
+
+@pytest.mark.parametrize("eta", [0.0, 1.0, 2.0])
+def test_approx_dp_base_corollary_5_4(eta):
+    """KRW Cor. 5.4 as derived in its proof (App. C.2): ((eta+2) eps + (eta+1) delta/gamma, m delta).
+
+    The printed statement has delta/gamma without the factor (eta+1); the proof's last line
+    carries it. Our bound (the proof's first line, optimised) must sit below the derived form.
+    """
+    eps0, delta0 = 0.5, 1e-7
+    k = TruncatedNegativeBinomial(eta, mean=50)
+    cert = selection_profile(approx_dp_profile(eps0, delta0), k)
+    derived = (eta + 2) * eps0 + (eta + 1) * delta0 / k.gamma
+    assert cert.epsilon(k.mean * delta0 * (1 + 1e-9)) <= derived + 1e-12
+
+
+@pytest.mark.parametrize("m", [30, 300, 3000])
+def test_gaussian_base_is_below_corollary_5_5(m):
+    """KRW Cor. 5.5 (Chernoff bound on Thm 5.2) is an upper bound on our optimised Thm 5.2."""
+    sigma, delta = 4.0, 1e-6
+    k = Geometric(mean=m)
+    cert = selection_profile(ps.gdp_profile(1 / sigma), k).epsilon(delta)
+    cor = 3 * (1 / (2 * sigma**2) + (1 / sigma) * math.sqrt(2 * math.log(1 / (k.gamma * delta)))) + delta
+    assert cert < cor
+
+
+def test_binomial_approaches_poisson_and_decreases_in_n():
+    """KRW Sec. 5.2: Bin(n, m/n) -> Poisson(m); Thm 5.7's eps decreases in n towards Cor. 5.8."""
+    base = ps.gdp_profile(1 / 4)
+    eps = [selection_profile(base, Binomial.from_mean(10, n)).epsilon(1e-6) for n in (20, 50, 100, 300, 1000)]
+    poisson = selection_profile(base, Poisson(10)).epsilon(1e-6)
+    assert all(a > b for a, b in zip(eps, eps[1:]))
+    assert eps[-1] > poisson
+    assert eps[-1] - poisson < 0.02 * poisson
+
+
+def test_shift_is_optimised_over_eps1():
+    """Every eps_1 gives a valid shift; the optimiser must not be worse than a dense scan."""
+    base = ps.gdp_profile(1 / 4)
+    k = Geometric(mean=300)
+    sel = selection_shift(base, k)
+    e1 = np.linspace(0, 5, 20001)
+    scan = 2 * np.log(np.exp(e1) + (1 - k.gamma) / k.gamma * base.delta(e1))
+    assert sel.shift <= scan.min() + 1e-9
+    assert sel.shift == pytest.approx(scan.min(), abs=1e-6)
+
+
+# -- exact check (KRW App. B, eq. (B.1)) ---------------------------------------------
+
+SCORES_X = np.array([0.10, 0.20, 0.30, 0.25, 0.15])
+TILT = np.array([0.35, -0.1, 0.2, -0.3, 0.1])
+SCORES_X2 = SCORES_X * np.exp(TILT) / (SCORES_X * np.exp(TILT)).sum()
+
+
+def selection_output_pmf(q, k_dist):
+    """A(y) = phi(Q(<=y)) - phi(Q(<y)) on the ordered scores, plus A(bottom) = phi(0) for K = 0."""
+    cdf = np.concatenate([[0.0], np.cumsum(q)])
+    cdf[-1] = 1.0
+    phi = k_dist.pgf(np.clip(cdf, 0, 1))
+    return np.concatenate([[phi[0]], np.diff(phi)])
+
+
+def hockey_stick(a, b, eps):
+    return np.maximum(a[None, :] - np.exp(eps)[:, None] * b[None, :], 0).sum(axis=1)
+
+
+@pytest.mark.parametrize(
+    "k_dist",
+    [Geometric(mean=5), Geometric(mean=50), Logarithmic(mean=20), TruncatedNegativeBinomial(-0.5, mean=10),
+     TruncatedNegativeBinomial(2.0, mean=10), Binomial(30, 0.2), Binomial(200, 0.05), Poisson(8)],
+    ids=repr,
+)
+def test_certificate_dominates_exact_selection_divergence(k_dist):
+    a, a2 = selection_output_pmf(SCORES_X, k_dist), selection_output_pmf(SCORES_X2, k_dist)
+    assert a.sum() == pytest.approx(1.0) and a2.sum() == pytest.approx(1.0)
+    eps = np.linspace(0.0, 6.0, 121)[1:]
+    exact = np.maximum(hockey_stick(a, a2, eps), hockey_stick(a2, a, eps))
+    cert = selection_profile(discrete_profile(SCORES_X, SCORES_X2), k_dist).delta(eps)
+    assert np.all(exact <= cert + 1e-15)
+    assert exact.max() > 0.01  # the pair is far from trivial
+
+
+def test_selection_profile_of_a_mechanism_uses_the_accountant():
+    cert = selection_profile(ps.Gaussian(4.0), Geometric(mean=30), method="exact")
+    ref = selection_profile(ps.gdp_profile(0.25), Geometric(mean=30))
+    assert cert.epsilon(1e-6) == pytest.approx(ref.epsilon(1e-6), rel=1e-12)
+
+
+def test_bad_k_distribution_type():
+    with pytest.raises(TypeError, match="distribution"):
+        selection_profile(ps.gdp_profile(1.0), 10)

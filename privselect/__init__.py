@@ -13,6 +13,17 @@ from .accounting import (
     gdp_profile,
     privacy_profile,
 )
+from .selection import (
+    Binomial,
+    Certificate,
+    Geometric,
+    Logarithmic,
+    Poisson,
+    TruncatedNegativeBinomial,
+    certify,
+    report_noisy_max,
+    selection_profile,
+)
 from .mechanisms import (
     ApproxDP,
     Composition,
@@ -46,5 +57,14 @@ __all__ = [
     "gdp_profile",
     "gaussian_delta",
     "gaussian_epsilon",
+    "TruncatedNegativeBinomial",
+    "Geometric",
+    "Logarithmic",
+    "Binomial",
+    "Poisson",
+    "certify",
+    "Certificate",
+    "selection_profile",
+    "report_noisy_max",
     "__version__",
 ]

@@ -1,0 +1,124 @@
+"""Certificates for "run the base mechanism K times, release the best".
+
+:func:`certify` computes every valid bound that applies (the privacy-profile family of
+Koskela, Redberg, Wang 2024 and the RDP family of Papernot, Steinke 2022) and returns a
+frozen :class:`Certificate` carrying the smallest epsilon, the bound that gave it, the
+alternatives, the K distribution, the base mechanism, the accountant's error budget and
+the library version. Certificates are data: ``to_dict()`` / ``to_json()``; nothing prints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import _validation as check
+from ..accounting import privacy_profile
+from ..accounting.profile import ErrorBudget, PrivacyProfile
+from ..mechanisms import Mechanism
+from .bounds import selection_profile
+from .distributions import KDistribution
+from .rdp_bounds import rdp_selection_epsilon, supports_rdp_selection
+
+__all__ = ["Certificate", "certify", "FAMILIES"]
+
+FAMILIES = ("profile", "rdp")
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """A certified (epsilon, delta) guarantee for private selection, and how it was obtained."""
+
+    epsilon: float
+    delta: float
+    method: str
+    bound: str
+    alternatives: dict[str, float]
+    k: KDistribution
+    base: str
+    accountant: str
+    error_budget: ErrorBudget
+    notes: tuple[str, ...] = ()
+    version: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.version:
+            from .. import __version__
+
+            object.__setattr__(self, "version", __version__)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "method": self.method,
+            "bound": self.bound,
+            "alternatives": dict(self.alternatives),
+            "k": self.k.to_dict(),
+            "base": self.base,
+            "accountant": self.accountant,
+            "error_budget": self.error_budget.to_dict(),
+            "notes": list(self.notes),
+            "privselect_version": self.version,
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def __str__(self) -> str:
+        return f"({self.epsilon:.4g}, {self.delta:.3g})-DP for the best of K ~ {self.k!r} runs [{self.bound}]"
+
+
+def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *, method: str | None = None,
+            accountant: str = "prv", **accountant_options: Any) -> Certificate:
+    """Certify "release the best of K runs of ``base``" at ``delta``: the smallest valid epsilon.
+
+    ``method=None`` tries every family that applies; ``"profile"`` or ``"rdp"`` forces one
+    (and raises if it does not apply). ``accountant`` and its options build the base profile
+    when ``base`` is a mechanism description.
+    """
+    if not isinstance(k, KDistribution):
+        raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(k).__name__}")
+    delta = float(check.delta_array("delta", delta))
+    if method is not None and method not in FAMILIES:
+        raise ValueError(f"method must be one of {FAMILIES} or None, got {method!r}")
+    mechanism = base.mechanism if isinstance(base, PrivacyProfile) else base
+    families = FAMILIES if method is None else (method,)
+    results: dict[str, tuple[float, str]] = {}
+    notes: list[str] = []
+    budget = ErrorBudget()
+    accountant_name = accountant
+
+    if "profile" in families:
+        base_profile = privacy_profile(base, method=accountant, **accountant_options)
+        sel = selection_profile(base_profile, k)
+        results["profile"] = (float(sel.epsilon(delta)), dict(sel.metadata)["theorem"])
+        budget = sel.error_budget
+        accountant_name = base_profile.method
+    if "rdp" in families:
+        reason = supports_rdp_selection(mechanism, k)
+        if reason is None:
+            theorem = "Papernot-Steinke 2022 (KRW Thm 5.1)" if k.min_k == 1 else "Papernot-Steinke 2022 (KRW Thm 5.6)"
+            results["rdp"] = (rdp_selection_epsilon(mechanism, k, delta), theorem)
+        elif method == "rdp":
+            raise ValueError(f"method='rdp' does not apply: {reason}")
+        else:
+            notes.append(f"rdp: {reason}")
+    finite = {name: value for name, value in results.items() if math.isfinite(value[0])}
+    if not finite:
+        raise ValueError(f"no bound certifies this selection at delta={delta:g}: {notes or results}")
+    best = min(finite, key=lambda name: finite[name][0])
+    return Certificate(
+        epsilon=finite[best][0],
+        delta=delta,
+        method=best,
+        bound=finite[best][1],
+        alternatives={name: value[0] for name, value in results.items()},
+        k=k,
+        base=repr(mechanism),
+        accountant=accountant_name if best == "profile" else "rdp",
+        error_budget=budget if best == "profile" else ErrorBudget(),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,103 @@
+"""certify(): best valid bound, RDP baselines against dp-accounting, calibration, Cor. 6.2."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import privselect as ps
+from privselect.selection import cor62_thresholds, largest_mean, meets_thresholds
+
+dp_accounting = pytest.importorskip("dp_accounting")
+from dp_accounting.dp_event import RepeatAndSelectDpEvent  # noqa: E402  (not exported at top level)
+
+
+def dp_accounting_repeat_and_select(sigma, mean, shape, delta):
+    acc = dp_accounting.rdp.RdpAccountant()
+    acc.compose(RepeatAndSelectDpEvent(dp_accounting.GaussianDpEvent(sigma), mean, shape))
+    return acc.get_epsilon(delta)
+
+
+@pytest.mark.parametrize("m", [30, 300, 3000])
+def test_profile_beats_rdp_and_rdp_matches_dp_accounting(m):
+    """KRW Fig. 3 setting: Gaussian base sigma=4, delta=1e-6, geometric K with mean m."""
+    cert = ps.certify(ps.Gaussian(4.0), ps.Geometric(mean=m), 1e-6, accountant="exact")
+    assert cert.method == "profile"
+    assert cert.alternatives["profile"] < cert.alternatives["rdp"]
+    reference = dp_accounting_repeat_and_select(4.0, m, 1, 1e-6)
+    assert cert.alternatives["rdp"] == pytest.approx(reference, rel=0.01)
+
+
+@pytest.mark.parametrize("m", [10, 100])
+def test_poisson_rdp_matches_dp_accounting(m):
+    cert = ps.certify(ps.Gaussian(4.0), ps.Poisson(m), 1e-6, accountant="exact")
+    reference = dp_accounting_repeat_and_select(4.0, m, float("inf"), 1e-6)
+    assert cert.alternatives["rdp"] == pytest.approx(reference, rel=0.01)
+    assert cert.epsilon == min(cert.alternatives.values())
+
+
+def test_logarithmic_rdp_matches_dp_accounting():
+    cert = ps.certify(ps.Gaussian(2.0), ps.Logarithmic(mean=50), 1e-5, accountant="exact")
+    reference = dp_accounting_repeat_and_select(2.0, 50, 0, 1e-5)
+    assert cert.alternatives["rdp"] == pytest.approx(reference, rel=0.01)
+
+
+def test_forcing_a_family_and_binomial_has_no_rdp_baseline():
+    base = ps.Gaussian(4.0)
+    forced = ps.certify(base, ps.Geometric(mean=30), 1e-6, method="rdp", accountant="exact")
+    assert forced.method == "rdp" and set(forced.alternatives) == {"rdp"}
+    binom = ps.certify(base, ps.Binomial(100, 0.1), 1e-6, accountant="exact")
+    assert binom.method == "profile" and "rdp" not in binom.alternatives
+    assert any("Binomial" in note for note in binom.notes)
+    with pytest.raises(ValueError, match="rdp"):
+        ps.certify(base, ps.Binomial(100, 0.1), 1e-6, method="rdp", accountant="exact")
+
+
+def test_certificate_is_frozen_data_with_json():
+    cert = ps.certify(ps.Gaussian(4.0), ps.Geometric(mean=30), 1e-6, accountant="exact")
+    data = json.loads(cert.to_json())
+    assert data["epsilon"] == cert.epsilon and data["delta"] == 1e-6
+    assert data["bound"] == "Koskela-Redberg-Wang 2024, Thm 5.2"
+    assert data["k"]["distribution"] == "TruncatedNegativeBinomial" and data["k"]["mean"] == pytest.approx(30)
+    assert data["privselect_version"] == ps.__version__
+    with pytest.raises(AttributeError):
+        cert.epsilon = 0.0
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, float("nan"), -1e-3])
+def test_certify_rejects_bad_delta(bad):
+    with pytest.raises(ValueError, match="delta"):
+        ps.certify(ps.Gaussian(4.0), ps.Geometric(mean=30), bad, accountant="exact")
+
+
+def test_certify_rejects_bad_k_and_method():
+    with pytest.raises(TypeError, match="distribution"):
+        ps.certify(ps.Gaussian(4.0), 30, 1e-6)
+    with pytest.raises(ValueError, match="method"):
+        ps.certify(ps.Gaussian(4.0), ps.Geometric(mean=30), 1e-6, method="moments")
+
+
+def test_largest_mean_meets_the_target_and_is_tight():
+    base = ps.gdp_profile(0.25)
+    m = largest_mean(base, 2.5, 1e-6)
+    assert ps.certify(base, ps.Geometric(mean=m), 1e-6).epsilon <= 2.5
+    assert ps.certify(base, ps.Geometric(mean=m * 1.001), 1e-6).epsilon > 2.5
+    with pytest.raises(ValueError, match="target"):
+        largest_mean(base, 0.1, 1e-6)
+
+
+def test_cor62_thresholds_krw_fig8_setting():
+    """KRW Sec. 6.2: q=0.01, eps_Q=1.5, delta=1e-6, geometric K; Cor. 6.2's eps follows from the thresholds,
+    and a candidate meeting them is certified by Thm 5.2 at no more than Cor. 6.2's eps."""
+    k = ps.Geometric(mean=10)
+    th = cor62_thresholds(1.5, 1e-6, k)
+    assert th.epsilon == pytest.approx(th.eps_hat + 2 * math.log(math.exp(th.eps1) + 9 * th.delta1), rel=1e-12)
+    assert th.eps_hat > 1.5  # delta/m < delta
+    # the reference Gaussian itself meets the thresholds; a noisier one too; a less noisy one not
+    mu = th.reference_mu
+    assert float(ps.gaussian_delta(1.5, mu)) == pytest.approx(1e-6, rel=1e-9)
+    passes = meets_thresholds(ps.gdp_profile(mu * 0.9), th)
+    fails = meets_thresholds(ps.gdp_profile(mu * 1.5), th)
+    assert passes and not fails
+    assert ps.certify(ps.gdp_profile(mu * 0.9), k, 1e-6).epsilon <= th.epsilon + 1e-9

@@ -31,6 +31,8 @@ def supports_rdp_selection(base: Mechanism, k_dist: KDistribution) -> str | None
     """None if an RDP baseline exists for (base, K); otherwise the reason it does not."""
     if not isinstance(k_dist, (TruncatedNegativeBinomial, Poisson)):
         return f"no RDP selection bound for K ~ {type(k_dist).__name__} (Papernot-Steinke cover TNB and Poisson)"
+    if isinstance(k_dist, Poisson) and k_dist.mean < 1:
+        return "the Papernot-Steinke Poisson bound (KRW Thm 5.6) needs mean >= 1 (log(m) must be >= 0)"
     if not isinstance(base, Mechanism):
         return "the RDP baseline needs a mechanism description, not a built profile"
     if not rdp.supports_rdp(base):

@@ -1,0 +1,243 @@
+"""PrivateTuner: release rules, leak tests, reproducibility across backends, K's distribution."""
+
+import json
+import logging
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import privselect as ps
+from privselect.space import Choice, IntUniform, LogUniform, Uniform
+from privselect.tuning import PrivateTuner
+
+BASE = ps.Gaussian(4.0)
+SPACE = {"x": Uniform(0.0, 1.0), "c": Choice(["a", "b"]), "n": IntUniform(1, 5), "lr": LogUniform(1e-3, 1.0)}
+
+
+def score_by_x(params, data, rng):
+    return params["x"], {"x": params["x"]}
+
+
+def tuner(train=score_by_x, k=None, **kwargs):
+    kwargs.setdefault("accountant", "exact")
+    return PrivateTuner(train, SPACE, kwargs.pop("privacy", BASE), k or ps.Geometric(mean=10), 1e-6, **kwargs)
+
+
+def test_certificate_equals_certify_for_the_same_inputs():
+    t = tuner(seed=1)
+    assert t.run(None).certificate == ps.certify(BASE, ps.Geometric(mean=10), 1e-6, accountant="exact")
+
+
+def test_winner_is_the_best_candidate_and_direction_is_respected():
+    best = tuner(seed=7).run(None)
+    assert best.best_output == {"x": best.best_params["x"]} and best.best_score == best.best_params["x"]
+    worst = tuner(seed=7, direction="minimize").run(None)
+    assert worst.n_runs == best.n_runs
+    if best.n_runs > 1:
+        assert worst.best_score < best.best_score
+
+
+def test_k_follows_the_configured_distribution():
+    """Chi-square test of K over 3000 tuner runs with a trivial trainer."""
+    k = ps.Geometric(mean=3)
+    t = tuner(k=k)
+    draws = []
+    for seed in range(3000):
+        t.seed = seed
+        draws.append(t.run(None).n_runs)
+    draws = np.array(draws)
+    values = np.arange(1, 9)
+    observed = np.array([(draws == v).sum() for v in values] + [(draws > 8).sum()])
+    expected = np.append(k.pmf(values), 1 - k.pmf(values).sum()) * draws.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
+
+
+def test_poisson_k_zero_releases_nothing():
+    t = tuner(k=ps.Poisson(0.05), seed=0)
+    results = []
+    for seed in range(40):
+        t.seed = seed
+        results.append(t.run(None))
+    empty = [r for r in results if r.n_runs == 0]
+    assert empty, "Poisson(0.05) should draw K = 0 most of the time"
+    r = empty[0]
+    assert not r.selected and r.best_params is None and r.best_score is None and r.best_output is None
+    assert "nothing selected" in repr(r)
+
+
+MARKER = "LEAKED-"
+
+
+def marker_trainer(params, data, rng):
+    """Every run embeds its own score in its output; the winner's marker is allowed out."""
+    tag = f"{MARKER}{params['x']:.12f}"
+    logging.getLogger("user.trainer").debug("not from privselect")
+    return params["x"], {"tag": tag, "blob": [tag] * 3}
+
+
+def test_no_non_winning_run_leaks(caplog, capsys):
+    caplog.set_level(logging.DEBUG)
+    t = tuner(train=marker_trainer, seed=11, k=ps.Geometric(mean=30), progress=True)
+    result = t.run(None)
+    assert result.n_runs > 3
+    # reconstruct every candidate's marker from the seed (they are data-independent)
+    from privselect.space import sample_candidates
+    root = np.random.SeedSequence(11)
+    _, cand_seed, _ = root.spawn(3)
+    candidates = sample_candidates(SPACE, result.n_runs, np.random.Generator(np.random.PCG64(cand_seed)))
+    losers = [c for c in candidates if c != result.best_params]
+    assert len(losers) == result.n_runs - 1
+    captured = capsys.readouterr()
+    privselect_logs = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("privselect"))
+    surfaces = [repr(result), str(result), json.dumps(result.to_dict()), privselect_logs, captured.out, captured.err,
+                repr(result.best_output), repr(vars(result))]
+    for loser in losers:
+        for text in (f"{MARKER}{loser['x']:.12f}", repr(loser["x"]), f"{loser['x']:.6f}"):
+            for surface in surfaces:
+                assert text not in surface
+    assert f"{MARKER}{result.best_params['x']:.12f}" in repr(result.best_output)
+    assert "privselect runs" in captured.err  # the bar was shown, with counts only
+    assert captured.out == ""
+
+
+def raising_trainer(params, data, rng):
+    if params["c"] == "a":
+        raise RuntimeError(f"SECRET-{params['x']}")
+    return params["x"], "ok"
+
+
+def test_raising_runs_score_worst_and_their_message_does_not_surface(caplog, capsys):
+    caplog.set_level(logging.DEBUG)
+    result = tuner(train=raising_trainer, seed=5, k=ps.Geometric(mean=20)).run(None)
+    captured = capsys.readouterr()
+    assert "SECRET" not in repr(result) + captured.out + captured.err + caplog.text
+    if result.best_score > -math.inf:
+        assert result.best_params["c"] == "b" and result.best_output == "ok"
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "not a number", None])
+def test_invalid_scores_score_worst(bad):
+    def trainer(params, data, rng):
+        return (bad if params["x"] > 0.5 else params["x"]), "out"
+    result = tuner(train=trainer, seed=3, k=ps.Geometric(mean=30)).run(None)
+    assert math.isfinite(result.best_score) and result.best_score <= 0.5
+
+
+def test_all_runs_failing_gives_worst_score_and_no_output():
+    def trainer(params, data, rng):
+        raise ValueError("boom")
+    result = tuner(train=trainer, seed=3).run(None)
+    assert result.best_score == -math.inf and result.best_output is None and result.n_runs >= 1
+    minimise = tuner(train=trainer, seed=3, direction="minimize").run(None)
+    assert minimise.best_score == math.inf
+
+
+def test_nothing_printed_and_debug_logs_carry_no_scores(caplog, capsys):
+    caplog.set_level(logging.DEBUG, logger="privselect")
+    result = tuner(seed=2).run(None)
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+    assert str(result.best_score) not in caplog.text
+    assert f"{result.best_score:.4f}" not in caplog.text
+
+
+def _cpu_trainer(params, data, rng):
+    x = rng.normal(size=(60, 60))
+    for _ in range(5):
+        x = np.tanh(x @ x.T / 60)
+    return float(x.sum()) + params["x"], params
+
+
+def test_same_seed_same_result_sequential_loky():
+    seq = tuner(train=_cpu_trainer, seed=21, k=ps.Geometric(mean=8)).run(None)
+    loky = tuner(train=_cpu_trainer, seed=21, k=ps.Geometric(mean=8), n_jobs=2, backend="loky").run(None)
+    assert (seq.best_params, seq.best_score, seq.n_runs) == (loky.best_params, loky.best_score, loky.n_runs)
+
+
+def test_same_seed_same_result_on_a_local_dask_cluster():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        with distributed.Client(cluster):
+            dask = tuner(train=_cpu_trainer, seed=21, k=ps.Geometric(mean=8), n_jobs=2, backend="dask").run(None)
+    seq = tuner(train=_cpu_trainer, seed=21, k=ps.Geometric(mean=8)).run(None)
+    assert (seq.best_params, seq.best_score, seq.n_runs) == (dask.best_params, dask.best_score, dask.n_runs)
+
+
+def test_score_noise_is_added_and_composed_into_the_certificate():
+    gaussian_noise = ps.Gaussian(2.0, sensitivity=1.0)
+    t = tuner(seed=4, score_noise=gaussian_noise)
+    result = t.run(None)
+    assert result.best_score != result.best_params["x"]  # noise was added
+    assert t.certificate == ps.certify(ps.compose(BASE, gaussian_noise), ps.Geometric(mean=10), 1e-6,
+                                       accountant="exact")
+    noise = ps.Laplace(2.0, sensitivity=1.0)
+    expected = ps.certify(ps.compose(BASE, noise), ps.Geometric(mean=10), 1e-6, accountant="prv")
+    t_prv = PrivateTuner(score_by_x, SPACE, BASE, ps.Geometric(mean=10), 1e-6, score_noise=noise)
+    assert t_prv.certificate.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
+
+
+def test_callable_privacy_uses_cor62_and_refuses_bad_candidates_before_running():
+    calls = []
+
+    def trainer(params, data, rng):
+        calls.append(params)
+        return params["s"], None
+
+    space = {"s": Choice([2.0, 3.0, 4.0])}
+    privacy = lambda p: ps.Gaussian(p["s"])  # noqa: E731
+    ok = PrivateTuner(trainer, space, privacy, ps.Geometric(mean=10), 1e-6, base_epsilon=2.5, seed=0,
+                      accountant="exact")
+    th = ok.thresholds()
+    assert ok.certificate.epsilon == pytest.approx(th.epsilon) and "Cor. 6.2" in ok.certificate.bound
+    ok.run(None)
+    assert calls
+    calls.clear()
+    strict = PrivateTuner(trainer, space, privacy, ps.Geometric(mean=10), 1e-6, base_epsilon=0.5, seed=0,
+                          accountant="exact")
+    with pytest.raises(ValueError, match="Cor. 6.2 thresholds"):
+        strict.run(None)
+    assert calls == []
+    with pytest.raises(ValueError, match="base_epsilon"):
+        PrivateTuner(trainer, space, privacy, ps.Geometric(mean=10), 1e-6)
+    with pytest.raises(ValueError, match="truncated negative binomial"):
+        PrivateTuner(trainer, space, privacy, ps.Poisson(10), 1e-6, base_epsilon=2.0)
+
+
+def test_calibrate_picks_the_largest_mean_meeting_the_target():
+    t = tuner().calibrate(3.0)
+    assert t.certificate.epsilon <= 3.0
+    assert ps.certify(BASE, ps.Geometric(mean=t.k.mean * 1.01), 1e-6, accountant="exact").epsilon > 3.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"direction": "up"}, ValueError, "direction"),
+        ({"backend": "spark"}, ValueError, "backend"),
+        ({"n_jobs": 0}, ValueError, "n_jobs"),
+        ({"seed": -1}, ValueError, "seed"),
+        ({"score_noise": ps.PureDP(1.0)}, TypeError, "score_noise"),
+    ],
+)
+def test_bad_arguments(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        tuner(**kwargs)
+
+
+def test_bad_space_privacy_and_k():
+    with pytest.raises(TypeError, match="search_space"):
+        PrivateTuner(score_by_x, {"x": [0, 1]}, BASE, ps.Geometric(mean=3), 1e-6)
+    with pytest.raises(TypeError, match="privacy"):
+        PrivateTuner(score_by_x, SPACE, 3.0, ps.Geometric(mean=3), 1e-6)
+    with pytest.raises(TypeError, match="k must"):
+        PrivateTuner(score_by_x, SPACE, BASE, 10, 1e-6)
+    with pytest.raises(ValueError, match="delta"):
+        PrivateTuner(score_by_x, SPACE, BASE, ps.Geometric(mean=3), 0.0)
+
+
+def test_callable_search_space():
+    t = PrivateTuner(score_by_x, lambda rng: {"x": float(rng.uniform())}, BASE, ps.Geometric(mean=5), 1e-6, seed=1,
+                     accountant="exact")
+    assert 0 <= t.run(None).best_params["x"] <= 1

@@ -37,6 +37,10 @@ from .mechanisms import (
     compose,
 )
 
+from . import space
+from .dpsgd import DPSGDClassifier, make_dpsgd_trainer
+from .tuning import PrivateTuner, TuningResult
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -66,5 +70,10 @@ __all__ = [
     "Certificate",
     "selection_profile",
     "report_noisy_max",
+    "PrivateTuner",
+    "TuningResult",
+    "space",
+    "DPSGDClassifier",
+    "make_dpsgd_trainer",
     "__version__",
 ]

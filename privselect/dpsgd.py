@@ -81,7 +81,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
             self.random_state)
         self.classes_ = unique_labels(y)
         if self.classes_.size < 2:
-            raise ValueError("DPSGDClassifier needs at least two classes in y")
+            raise ValueError(f"DPSGDClassifier needs at least two classes in y; got 1 class ({self.classes_[0]!r})")
         Z = self._design(X)
         n, d = Z.shape
         c = self.classes_.size
@@ -103,16 +103,22 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         self.coef_ = W
         return self
 
-    def decision_function(self, X) -> np.ndarray:
+    def _logits(self, X) -> np.ndarray:
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, reset=False, dtype=float)
         return self._design(X) @ self.coef_
 
+    def decision_function(self, X) -> np.ndarray:
+        """Logits per class; for two classes, the logit difference (scikit-learn convention)."""
+        logits = self._logits(X)
+        return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
+
     def predict_proba(self, X) -> np.ndarray:
-        return _softmax(self.decision_function(X))
+        return _softmax(self._logits(X))
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        logits = self._logits(X)
+        return self.classes_[np.argmax(logits, axis=1)]
 
 
 def make_dpsgd_trainer(noise_multiplier: float, sampling_rate: float) -> Callable[..., tuple[float, DPSGDClassifier]]:

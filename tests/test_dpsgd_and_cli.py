@@ -1,0 +1,74 @@
+"""The numpy DP-SGD classifier, the demo and the command line."""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import privselect as ps
+from privselect.cli import main
+from privselect.dpsgd import DPSGDClassifier, dpsgd_steps
+
+
+# Near-noiseless settings so the generic accuracy checks measure the estimator, not the privacy noise.
+@parametrize_with_checks([DPSGDClassifier(noise_multiplier=1e-3, clip_norm=10.0, epochs=20, random_state=0)])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def test_privacy_is_the_poisson_subsampled_gaussian_composition():
+    model = DPSGDClassifier(noise_multiplier=1.1, sampling_rate=256 / 60000, epochs=60)
+    assert model.privacy() == ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(14063)
+    assert dpsgd_steps(60, 256 / 60000) == 14063
+
+
+def test_dpsgd_learns_digits_and_noise_hurts():
+    X, y = load_digits(return_X_y=True)
+    X = X / 16 - 0.5
+    quiet = DPSGDClassifier(learning_rate=2.0, noise_multiplier=0.5, sampling_rate=0.05, epochs=10, random_state=0)
+    loud = DPSGDClassifier(learning_rate=2.0, noise_multiplier=200.0, sampling_rate=0.05, epochs=10, random_state=0)
+    assert quiet.fit(X[:1200], y[:1200]).score(X[1200:], y[1200:]) > 0.85
+    assert loud.fit(X[:1200], y[:1200]).score(X[1200:], y[1200:]) < 0.5
+
+
+def test_clipping_bounds_each_examples_influence():
+    """With zero noise and a huge outlier, the clipped update equals the sum of clipped gradients."""
+    X = np.array([[1.0, 0.0], [1e6, 0.0]])
+    y = np.array([0, 1])
+    m = DPSGDClassifier(learning_rate=1.0, clip_norm=0.5, noise_multiplier=1e-12, sampling_rate=1.0, epochs=1,
+                        fit_intercept=False, random_state=0).fit(X, y)
+    # one step from W = 0: each example's gradient has Frobenius norm <= 0.5, so ||W|| <= 2 * 0.5 / 2
+    assert np.linalg.norm(m.coef_) <= 0.5 + 1e-9
+
+
+@pytest.mark.parametrize("param, value", [("noise_multiplier", 0.0), ("sampling_rate", 1.5), ("epochs", -1),
+                                          ("clip_norm", float("nan"))])
+def test_bad_hyperparameters(param, value):
+    with pytest.raises(ValueError, match=param):
+        DPSGDClassifier(**{param: value}).fit(np.eye(4), [0, 1, 0, 1])
+
+
+def test_demo_prints_a_certificate(tmp_path, capsys):
+    out = tmp_path / "cert.json"
+    assert main(["demo", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "certified:" in text and "held-out test accuracy" in text
+    cert = json.loads(out.read_text())
+    assert cert["bound"] == "Koskela-Redberg-Wang 2024, Thm 5.2"
+    assert 0 < cert["epsilon"] < 20 and cert["delta"] == 1e-5
+
+
+def test_certify_command_defaults_to_the_dpsgd_example(tmp_path, capsys):
+    out = tmp_path / "c.json"
+    assert main(["certify", "--method", "rdp", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["delta"] == 1e-5 and "14063" in report["mechanism"]
+    assert 2.0 < report["epsilon"] < 3.0
+
+
+def test_certify_command_rejects_bad_flags(capsys):
+    with pytest.raises(SystemExit):
+        main(["certify", "--noise-multiplier", "-1"])
+    assert "noise_multiplier" in capsys.readouterr().err

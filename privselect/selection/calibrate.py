@@ -53,16 +53,17 @@ def _bracket_by_doubling(f: Callable[[float], float], start: float, *, grow: boo
 
 def largest_mean(base: Mechanism | PrivacyProfile, target_epsilon: float, delta: float, *,
                  family: Callable[[float], KDistribution] = lambda m: Geometric(mean=m),
-                 min_mean: float = 1.0 + 1e-9, method: str | None = None,
+                 min_mean: float = 1.0 + 1e-9, method: str | None = None, accountant: str = "prv",
                  rtol: float = 1e-6, **accountant_options) -> float:
     """The largest mean m with ``certify(base, family(m), delta).epsilon <= target_epsilon``.
 
     ``family`` maps a mean to a K distribution (default geometric). The base profile is built
-    once. Raises ``ValueError`` when even ``min_mean`` misses the target.
+    once with ``accountant``; ``method`` forces a bound family as in :func:`certify`. Raises
+    ``ValueError`` when even ``min_mean`` misses the target.
     """
     target = check.positive("target_epsilon", target_epsilon)
     delta = float(check.delta_array("delta", delta))
-    profile = privacy_profile(base, **accountant_options)  # built once; keeps the mechanism for RDP
+    profile = privacy_profile(base, method=accountant, **accountant_options)  # built once; keeps the mechanism
 
     def excess(mean: float) -> float:
         return certify(profile, family(mean), delta, method=method).epsilon - target

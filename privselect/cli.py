@@ -90,7 +90,7 @@ def _demo(args: argparse.Namespace) -> int:
     report = run_demo(seed=args.seed, n_jobs=args.n_jobs)
     rows = report["comparison"]
     print("privselect demo: DP-SGD softmax regression on scikit-learn's digits, tuned privately")
-    print(f"  K ~ Geometric(mean={report['mean_k']:g}), delta = {report['delta']:g}, runs drawn: {report['n_runs']}")
+    print(f"  K ~ Geometric(mean={report['mean_k']:g}) runs (K itself is not released), delta = {report['delta']:g}")
     print("\nbest hyperparameters (the only run released):")
     for name, value in report["best_params"].items():
         print(f"  {name:<15}{value:.4g}" if isinstance(value, float) else f"  {name:<15}{value}")

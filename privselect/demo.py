@@ -65,7 +65,6 @@ def run_demo(seed: int = 0, n_jobs: int = 1) -> dict[str, Any]:
     return {
         "best_params": result.best_params,
         "best_score": result.best_score,
-        "n_runs": result.n_runs,
         "n_val": len(data[3]),
         "test_accuracy": test_accuracy,
         "mean_k": k.mean,

@@ -16,7 +16,12 @@ Release rules, enforced here and tested in ``tests/test_tuning.py``:
 * nothing about the other candidates leaves :meth:`PrivateTuner.run`: the result holds
   the winner only, logging (DEBUG) carries only data-independent facts (K, backend),
   the progress bar counts runs, and nothing is printed;
-* K = 0 (possible for Poisson and binomial K) releases nothing but the fact that K = 0.
+* K = 0 (possible for Poisson and binomial K) releases nothing but the fact that K = 0;
+* K itself is NOT released: the selection theorems bound the winner alone, and the pair
+  (K, winner) can be far less private (for a pure eps-DP binary score, best-of-k has
+  likelihood ratio e^{k eps}). ``reveal_k=True`` releases K as ``n_runs`` and certifies with
+  the K-mixture bound (:mod:`privselect.selection.mixture`) instead. The optional progress
+  bar counts runs on the operator's terminal, which shows K: do not publish it.
 
 The score is part of the DP output of a run. Either the trainer privatises it (e.g. a noisy
 validation accuracy whose noise is included in ``privacy``) or the tuner does it: pass
@@ -59,27 +64,27 @@ class TuningResult:
     best_params: Any
     best_score: float | None
     best_output: Any
-    n_runs: int
+    selected: bool
     certificate: Certificate
-
-    @property
-    def selected(self) -> bool:
-        """False when K = 0: no run happened and nothing was selected."""
-        return self.n_runs > 0
+    n_runs: int | None = None  # K, released only with reveal_k=True
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "best_params": self.best_params,
             "best_score": self.best_score,
-            "n_runs": self.n_runs,
+            "selected": self.selected,
             "certificate": self.certificate.to_dict(),
         }
+        if self.n_runs is not None:
+            out["n_runs"] = self.n_runs
+        return out
 
     def __repr__(self) -> str:
+        k = "" if self.n_runs is None else f", n_runs={self.n_runs}"
         if not self.selected:
-            return f"TuningResult(n_runs=0, nothing selected, certificate={self.certificate})"
-        return (f"TuningResult(best_params={self.best_params!r}, best_score={self.best_score!r}, "
-                f"n_runs={self.n_runs}, certificate={self.certificate})")
+            return f"TuningResult(nothing selected (K = 0){k}, certificate={self.certificate})"
+        return (f"TuningResult(best_params={self.best_params!r}, best_score={self.best_score!r}{k}, "
+                f"certificate={self.certificate})")
 
 
 @dataclass(frozen=True)
@@ -182,13 +187,15 @@ class PrivateTuner:
         mechanism's ``sensitivity``, the raw score's sensitivity); composed into ``privacy``.
     base_epsilon : float, optional
         eps_Q for Cor. 6.2 thresholds, required when ``privacy`` is a callable.
+    reveal_k : bool
+        Release K as ``result.n_runs``; the certificate is then the K-mixture bound.
     accountant : "prv" or "cf"; ``accountant_options`` are passed to it.
     """
 
     def __init__(self, train: Callable[..., Any], search_space: SearchSpace, privacy: Any, k: KDistribution,
                  delta: float, *, direction: str = "maximize", seed: int | None = None, n_jobs: int = 1,
                  backend: str = "loky", progress: bool = False, score_noise: Gaussian | Laplace | None = None,
-                 base_epsilon: float | None = None, accountant: str = "prv",
+                 base_epsilon: float | None = None, reveal_k: bool = False, accountant: str = "prv",
                  accountant_options: dict[str, Any] | None = None) -> None:
         if not callable(train):
             raise TypeError("train must be callable: train(params, data, rng) -> score or (score, output)")
@@ -227,6 +234,9 @@ class PrivateTuner:
                 raise ValueError("candidates with different privacy are certified by KRW Cor. 6.2, which needs a "
                                  "truncated negative binomial K (Geometric, Logarithmic, TruncatedNegativeBinomial)")
         self.base_epsilon = None if base_epsilon is None else check.positive("base_epsilon", base_epsilon)
+        self.reveal_k = bool(reveal_k)
+        if self.reveal_k and not isinstance(privacy, Mechanism):
+            raise ValueError("reveal_k=True composes the base run: privacy must be a Mechanism")
         self.accountant = accountant
         self.accountant_options = dict(accountant_options or {})
         self._certificate: Certificate | None = None
@@ -246,7 +256,10 @@ class PrivateTuner:
     def certificate(self) -> Certificate:
         """The certificate of the whole procedure; depends on privacy, k and delta only (not on data)."""
         if self._certificate is None:
-            if self.heterogeneous:
+            if self.reveal_k:
+                self._certificate = _mixture_certificate(self._with_score_noise(self.privacy), self.k, self.delta,
+                                                         self.accountant, self.accountant_options)
+            elif self.heterogeneous:
                 th = self.thresholds()
                 self._certificate = Certificate(
                     epsilon=th.epsilon, delta=self.delta, method="profile",
@@ -263,8 +276,8 @@ class PrivateTuner:
 
     def calibrate(self, target_epsilon: float, family: Callable[[float], KDistribution] | None = None) -> "PrivateTuner":
         """Set K to the largest mean (same family unless ``family`` is given) meeting ``target_epsilon``."""
-        if self.heterogeneous:
-            raise ValueError("calibrate supports a fixed privacy per run; for a callable privacy pick k directly")
+        if self.heterogeneous or self.reveal_k:
+            raise ValueError("calibrate supports the selection certificate (fixed privacy per run, K not revealed)")
         if family is None:
             family = _same_family(self.k)
         base = self.privacy if isinstance(self.privacy, PrivacyProfile) else self._with_score_noise(self.privacy)
@@ -283,15 +296,16 @@ class PrivateTuner:
         root = np.random.SeedSequence(self.seed)
         k_seed, candidate_seed, runs_seed = root.spawn(3)
         n_runs = self.k.sample(np.random.Generator(np.random.PCG64(k_seed)))
-        logger.debug("drew K=%d from %r", n_runs, self.k)
+        revealed = n_runs if self.reveal_k else None
+        logger.debug("drew K from %r", self.k)  # K itself stays inside unless reveal_k
         candidates = sample_candidates(self.search_space, n_runs, np.random.Generator(np.random.PCG64(candidate_seed)))
         if self.heterogeneous:
             self._check_candidates(candidates)
         if n_runs == 0:
-            return TuningResult(None, None, None, 0, certificate)
+            return TuningResult(None, None, None, False, certificate, revealed)
         seeds = runs_seed.spawn(n_runs)
         spec = _RunSpec(self.train, self.score_noise)
-        logger.debug("running %d candidates (backend=%s, n_jobs=%d)", n_runs, self.backend, self.n_jobs)
+        logger.debug("running the candidates (backend=%s, n_jobs=%d)", self.backend, self.n_jobs)
         sign = 1.0 if self.direction == "maximize" else -1.0
         best_index, best_key, best_output = 0, -math.inf, None
         best_score = -math.inf if self.direction == "maximize" else math.inf
@@ -301,8 +315,8 @@ class PrivateTuner:
             if index == 0 or key > best_key:
                 best_index, best_key, best_output = index, key, (output if math.isfinite(score) else None)
                 best_score = score if math.isfinite(score) else best_score
-        logger.debug("finished %d runs", n_runs)
-        return TuningResult(candidates[best_index], best_score, best_output, n_runs, certificate)
+        logger.debug("finished all runs")
+        return TuningResult(candidates[best_index], best_score, best_output, True, certificate, revealed)
 
     def _check_candidates(self, candidates: list[Any]) -> None:
         """Refuse, before any run, a candidate whose privacy exceeds the Cor. 6.2 thresholds."""
@@ -321,6 +335,18 @@ class PrivateTuner:
                     f"({th.eps1:.4g}, {th.delta1:.3g}) and ({th.eps_hat:.4g}, {th.delta_hat:.3g}); "
                     "no run was started. Narrow the search space or raise base_epsilon."
                 )
+
+
+def _mixture_certificate(base: Mechanism, k: KDistribution, delta: float, accountant: str,
+                         options: dict[str, Any]) -> Certificate:
+    """Certificate when K is released: the K-mixture bound (:mod:`privselect.selection.mixture`)."""
+    from .selection.mixture import k_mixture_profile
+
+    profile = k_mixture_profile(base, k, method=accountant, **options)
+    epsilon = float(profile.epsilon(delta))
+    return Certificate(epsilon=epsilon, delta=delta, method="mixture",
+                       bound="mixture of k-fold compositions (K released)", alternatives={"mixture": epsilon}, k=k,
+                       base=repr(base), accountant=accountant, error_budget=profile.error_budget)
 
 
 def _same_family(k: KDistribution) -> Callable[[float], KDistribution]:

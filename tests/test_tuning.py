@@ -31,18 +31,39 @@ def test_certificate_equals_certify_for_the_same_inputs():
 
 
 def test_winner_is_the_best_candidate_and_direction_is_respected():
-    best = tuner(seed=7).run(None)
+    best = tuner(seed=7, reveal_k=True).run(None)
     assert best.best_output == {"x": best.best_params["x"]} and best.best_score == best.best_params["x"]
-    worst = tuner(seed=7, direction="minimize").run(None)
+    worst = tuner(seed=7, direction="minimize", reveal_k=True).run(None)
     assert worst.n_runs == best.n_runs
     if best.n_runs > 1:
         assert worst.best_score < best.best_score
 
 
+def test_k_is_not_released_by_default():
+    calls = []
+
+    def counting(params, data, rng):
+        calls.append(1)
+        return params["x"], None
+
+    result = tuner(train=counting, seed=9, k=ps.Geometric(mean=20)).run(None)
+    k = len(calls)
+    assert result.n_runs is None and "n_runs" not in result.to_dict()
+    assert f"n_runs={k}" not in repr(result)
+
+
+def test_revealing_k_switches_to_the_mixture_certificate():
+    hidden = tuner(seed=1)
+    revealed = tuner(seed=1, reveal_k=True)
+    assert revealed.certificate.method == "mixture"
+    assert revealed.certificate.epsilon > hidden.certificate.epsilon
+    assert revealed.run(None).n_runs >= 1
+
+
 def test_k_follows_the_configured_distribution():
     """Chi-square test of K over 3000 tuner runs with a trivial trainer."""
     k = ps.Geometric(mean=3)
-    t = tuner(k=k)
+    t = tuner(k=k, reveal_k=True)
     draws = []
     for seed in range(3000):
         t.seed = seed
@@ -55,7 +76,7 @@ def test_k_follows_the_configured_distribution():
 
 
 def test_poisson_k_zero_releases_nothing():
-    t = tuner(k=ps.Poisson(0.05), seed=0)
+    t = tuner(k=ps.Poisson(0.05), seed=0, reveal_k=True)
     results = []
     for seed in range(40):
         t.seed = seed
@@ -65,6 +86,12 @@ def test_poisson_k_zero_releases_nothing():
     r = empty[0]
     assert not r.selected and r.best_params is None and r.best_score is None and r.best_output is None
     assert "nothing selected" in repr(r)
+    hidden = tuner(k=ps.Poisson(0.05), seed=r_seed(results)).run(None)
+    assert not hidden.selected and hidden.n_runs is None
+
+
+def r_seed(results):
+    return next(seed for seed, r in enumerate(results) if r.n_runs == 0)
 
 
 MARKER = "LEAKED-"
@@ -79,7 +106,7 @@ def marker_trainer(params, data, rng):
 
 def test_no_non_winning_run_leaks(caplog, capsys):
     caplog.set_level(logging.DEBUG)
-    t = tuner(train=marker_trainer, seed=11, k=ps.Geometric(mean=30), progress=True)
+    t = tuner(train=marker_trainer, seed=11, k=ps.Geometric(mean=30), progress=True, reveal_k=True)
     result = t.run(None)
     assert result.n_runs > 3
     # reconstruct every candidate's marker from the seed (they are data-independent)
@@ -129,7 +156,7 @@ def test_all_runs_failing_gives_worst_score_and_no_output():
     def trainer(params, data, rng):
         raise ValueError("boom")
     result = tuner(train=trainer, seed=3).run(None)
-    assert result.best_score == -math.inf and result.best_output is None and result.n_runs >= 1
+    assert result.best_score == -math.inf and result.best_output is None and result.selected
     minimise = tuner(train=trainer, seed=3, direction="minimize").run(None)
     assert minimise.best_score == math.inf
 
@@ -153,7 +180,7 @@ def _cpu_trainer(params, data, rng):
 def test_same_seed_same_result_sequential_loky():
     seq = tuner(train=_cpu_trainer, seed=21, k=ps.Geometric(mean=8)).run(None)
     loky = tuner(train=_cpu_trainer, seed=21, k=ps.Geometric(mean=8), n_jobs=2, backend="loky").run(None)
-    assert (seq.best_params, seq.best_score, seq.n_runs) == (loky.best_params, loky.best_score, loky.n_runs)
+    assert (seq.best_params, seq.best_score) == (loky.best_params, loky.best_score)
 
 
 def test_same_seed_same_result_on_a_local_dask_cluster():
@@ -162,7 +189,7 @@ def test_same_seed_same_result_on_a_local_dask_cluster():
         with distributed.Client(cluster):
             dask = tuner(train=_cpu_trainer, seed=21, k=ps.Geometric(mean=8), n_jobs=2, backend="dask").run(None)
     seq = tuner(train=_cpu_trainer, seed=21, k=ps.Geometric(mean=8)).run(None)
-    assert (seq.best_params, seq.best_score, seq.n_runs) == (dask.best_params, dask.best_score, dask.n_runs)
+    assert (seq.best_params, seq.best_score) == (dask.best_params, dask.best_score)
 
 
 def test_score_noise_is_added_and_composed_into_the_certificate():

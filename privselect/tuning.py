@@ -101,16 +101,20 @@ def _noise(score_noise: Gaussian | Laplace, rng: np.random.Generator) -> float:
     return float(rng.laplace(0.0, score_noise.scale * score_noise.sensitivity))
 
 
+def score_and_output(returned: Any) -> tuple[float, Any]:
+    """Split a trainer's return value into (float score, output); raises if the score is not a number."""
+    if isinstance(returned, tuple) and len(returned) == 2:
+        score, output = returned
+    else:
+        score, output = returned, None
+    return float(score), output
+
+
 def _run_one(spec: _RunSpec, params: Any, data: Any, seed: np.random.SeedSequence) -> tuple[float, Any]:
     """One run: (score, output), with NaN for a failed run. Never raises (Exception subclasses)."""
     train_seed, noise_seed = seed.spawn(2)
     try:
-        returned = spec.train(params, data, np.random.Generator(np.random.PCG64(train_seed)))
-        if isinstance(returned, tuple) and len(returned) == 2:
-            score, output = returned
-        else:
-            score, output = returned, None
-        score = float(score)
+        score, output = score_and_output(spec.train(params, data, np.random.Generator(np.random.PCG64(train_seed))))
     except Exception:  # noqa: BLE001 - the release rules: swallow, score the worst value
         return math.nan, None
     if spec.score_noise is not None and math.isfinite(score):

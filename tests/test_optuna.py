@@ -1,0 +1,126 @@
+"""Private Optuna studies: leak tests, samplers, pruning, failures, reproducibility."""
+
+import json
+import logging
+
+import numpy as np
+import optuna
+import pytest
+
+import privselect as ps
+from privselect.integrations.optuna import PrivateStudy, PrivateStudyError
+
+BASE = ps.Gaussian(4.0)
+K = ps.Geometric(mean=20)
+MARK = "MARK-"
+
+
+def study(**kwargs):
+    kwargs.setdefault("accountant", "exact")
+    kwargs.setdefault("seed", 0)
+    return PrivateStudy(BASE, K, 1e-6, **kwargs)
+
+
+def objective(trial):
+    x = trial.suggest_float("x", -3.0, 3.0)
+    c = trial.suggest_categorical("c", ["a", "b"])
+    trial.set_user_attr("tag", f"{MARK}{x:.12f}")
+    return -(x - 1.0) ** 2 + (c == "a"), {"tag": f"{MARK}{x:.12f}"}
+
+
+def test_no_losing_trial_leaks(caplog, capsys):
+    caplog.set_level(logging.DEBUG)
+    seen = []
+
+    def recording(trial):
+        value, output = objective(trial)
+        seen.append((trial.params["x"], value))
+        return value, output
+
+    result = study().optimize(recording)
+    assert len(seen) > 3
+    captured = capsys.readouterr()
+    surfaces = [repr(result), json.dumps(result.to_dict()), repr(result.best_trial), repr(result.best_output),
+                caplog.text, captured.out, captured.err]
+    winner_x = result.best_params["x"]
+    for x, value in seen:
+        if x == winner_x:
+            continue
+        for text in (f"{MARK}{x:.12f}", repr(x), repr(value)):
+            assert all(text not in s for s in surfaces)
+    assert result.best_trial.params == result.best_params and result.best_trial.number == -1
+    assert result.best_trial.user_attrs == {"tag": f"{MARK}{winner_x:.12f}"}
+    assert result.n_trials is None
+
+
+def test_same_seed_same_winner_and_certificate():
+    a, b = study(seed=3).optimize(objective), study(seed=3).optimize(objective)
+    assert (a.best_params, a.best_value, a.certificate) == (b.best_params, b.best_value, b.certificate)
+    assert a.certificate == ps.certify(BASE, K, 1e-6, accountant="exact")
+
+
+def test_adaptive_samplers_refused_unless_adaptive_and_then_certified_higher():
+    with pytest.raises(PrivateStudyError, match="TPESampler"):
+        study(sampler=optuna.samplers.TPESampler(seed=0))
+    with pytest.raises(PrivateStudyError, match="QMCSampler"):
+        study(sampler=optuna.samplers.QMCSampler(seed=0))
+    adaptive = study(sampler=optuna.samplers.TPESampler(seed=0), adaptive=True)
+    assert adaptive.certificate.epsilon >= study().certificate.epsilon
+    result = adaptive.optimize(objective)
+    assert result.n_trials >= 1 and result.best_value <= 1.0
+
+
+def test_grid_sampler_and_storage_refused():
+    with pytest.raises(PrivateStudyError, match="without replacement"):
+        study(sampler=optuna.samplers.GridSampler({"x": [0.0, 1.0]}))
+    with pytest.raises(PrivateStudyError, match="storage"):
+        study(storage="sqlite:///trials.db")
+
+
+def test_pruning_is_a_clear_error_and_releases_nothing():
+    def pruning(trial):
+        x = trial.suggest_float("x", 0, 1)
+        trial.report(x, 1)
+        return x
+
+    with pytest.raises(PrivateStudyError, match="pruning is disabled"):
+        study().optimize(pruning)
+
+    def asks_prune(trial):
+        trial.suggest_float("x", 0, 1)
+        return float(trial.should_prune())
+
+    with pytest.raises(PrivateStudyError, match="should_prune"):
+        study().optimize(asks_prune)
+
+
+def test_raising_objective_does_not_stop_the_study(capsys, caplog):
+    calls = []
+
+    def flaky(trial):
+        x = trial.suggest_float("x", 0, 1)
+        calls.append(x)
+        if len(calls) % 2:
+            raise ValueError(f"SECRET {x}")
+        return x
+
+    result = study(seed=5).optimize(flaky)
+    assert len(calls) > 2
+    assert result.best_params["x"] in calls[1::2]
+    captured = capsys.readouterr()
+    assert "SECRET" not in captured.out + captured.err + caplog.text + repr(result)
+
+
+def test_optuna_logging_is_restored():
+    optuna.logging.set_verbosity(optuna.logging.INFO)
+    study().optimize(objective)
+    assert optuna.logging.get_verbosity() == optuna.logging.INFO
+
+
+def test_trial_does_not_expose_the_study_and_has_its_own_rng():
+    def peek(trial):
+        assert isinstance(trial.rng, np.random.Generator)
+        return trial.study
+
+    result = study().optimize(peek)  # PrivateStudyError inside the objective: scored worst, swallowed
+    assert result.best_value == -np.inf and result.best_params == {}

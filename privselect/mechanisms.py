@@ -6,9 +6,11 @@ descriptions: each one registers how it reads every description it supports.
 
 Conventions
 -----------
-* Sensitivity-1 parametrisation unless ``sensitivity`` is given: ``Gaussian(s)``
-  adds N(0, (s * sensitivity)^2) noise to a query of that sensitivity, so its
-  dominating pair is (N(mu, 1), N(0, 1)) with ``mu = 1 / s``.
+* Noise-multiplier parametrisation: ``Gaussian(s, sensitivity=D)`` adds N(0, (s * D)^2)
+  noise to a query of sensitivity D, so its privacy does not depend on D: the dominating
+  pair is (N(mu, 1), N(0, 1)) with ``mu = 1 / s``. Likewise ``Laplace(b, sensitivity=D)``
+  adds Lap(b * D) and is (1/b)-DP. ``sensitivity`` only says how much noise to draw
+  (e.g. for the tuner's ``score_noise``).
 * Neighbouring relation: the base descriptions are dominating pairs for whatever
   relation their ``sensitivity`` is measured under. Poisson subsampling is
   certified for add/remove neighbours (both directions, Zhu, Dong, Wang 2022,

@@ -57,7 +57,7 @@ def _exact(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
             raise ValueError(
                 f"method='exact' supports compositions of Gaussian mechanisms only; got {type(part).__name__}"
             )
-        total += count * (part.sensitivity / part.noise_multiplier) ** 2
+        total += count * part.mu**2
     return PrivacyProfile(curves=(GaussianCurve(total**0.5),), method="exact", mechanism=mechanism,
                           description=f"{total ** 0.5:.6g}-GDP (exact)")
 

@@ -121,6 +121,15 @@ class PrivacyLoss(ABC):
         """Q[L = -inf]: equals P[L = +inf] for the worst-case pairs used here."""
         return self.inf_mass
 
+    def log_fourier_envelope(self, v: float, u: np.ndarray) -> np.ndarray:
+        """log of a bound on |E_P[e^{(v - iu) L}; L in the continuous part]| for real v >= 0.
+
+        The continuous part is the law minus :meth:`atoms` and minus the mass at +inf. The
+        bound is non-increasing in |u| and ``-inf`` for purely atomic laws. It controls the
+        truncation error of Fourier inversion along the line Im = v (accounting-cf.md §7).
+        """
+        raise NotImplementedError(f"no Fourier envelope for {type(self).__name__}")
+
 
 # ----------------------------------------------------------------------------------------
 # Base mechanisms
@@ -155,6 +164,27 @@ class GaussianLoss(PrivacyLoss):
     def log_phi(self, z):
         z = np.asarray(z, dtype=complex)
         return (1j * z - z * z) * (self.mu**2 / 2)
+
+    def log_fourier_envelope(self, v, u):
+        """Exact: |E_P[e^{(v-iu)L}]| = exp(mu^2 (v + v^2 - u^2) / 2)."""
+        u = np.asarray(u, dtype=float)
+        return self.mu**2 * (v + v * v - u * u) / 2
+
+
+def _log_sinh_over(w: np.ndarray, mu: float) -> np.ndarray:
+    """log(sinh(w mu) / w) for complex w, stable for large |Re w| and at w = 0 (value log mu)."""
+    w = np.asarray(w, dtype=complex)
+    x = w * mu
+    out = np.empty(x.shape, dtype=complex)
+    big, neg = x.real > 0.5, x.real < -0.5
+    mid = ~(big | neg)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[big] = x[big] + np.log1p(-np.exp(-2 * x[big])) - math.log(2.0) - np.log(w[big])
+        out[neg] = -x[neg] + np.log1p(-np.exp(2 * x[neg])) - math.log(2.0) - np.log(-w[neg])
+        xm = x[mid]
+        ratio = np.where(xm == 0, 1.0, np.sinh(xm) / np.where(xm == 0, 1.0, xm))
+        out[mid] = math.log(mu) + np.log(ratio)
+    return out
 
 
 @dataclass(frozen=True)
@@ -210,6 +240,26 @@ class LaplaceLoss(PrivacyLoss):
         a = np.exp(1j * z * mu)
         b = np.exp(-mu * (1 + 1j * z))
         return np.log(0.5 * (a + b + a * ratio))
+
+    def log_phi_continuous(self, z):
+        """log E_P[e^{izL}; -mu < L < mu] = log(e^{-mu/2} sinh(w mu) / (2 w)), w = iz + 1/2.
+
+        The density of the continuous part is e^{(l - mu)/2} / 4 on (-mu, mu); evaluated in
+        log space, so it does not overflow for large Im(-z).
+        """
+        w = 1j * np.asarray(z, dtype=complex) + 0.5
+        return -self.mu / 2 - math.log(2.0) + _log_sinh_over(w, self.mu)
+
+    def log_fourier_envelope(self, v, u):
+        """|E| <= e^{-mu/2} cosh(b mu) / (2 |w|) with b = v + 1/2, |w| = sqrt(b^2 + u^2), capped by
+        the tilted mass e^{-mu/2} sinh(b mu) / (2 b) (|sinh(x + iy)| <= cosh x)."""
+        u = np.asarray(u, dtype=float)
+        b = v + 0.5
+        x = b * self.mu
+        log_cosh = x + math.log1p(math.exp(-2 * x)) - math.log(2.0)
+        log_mass = -self.mu / 2 - math.log(2.0) + float(np.real(_log_sinh_over(np.array(b + 0j), self.mu)))
+        decay = -self.mu / 2 - math.log(2.0) + log_cosh - 0.5 * np.log(b * b + u * u)
+        return np.minimum(decay, log_mass)
 
 
 @dataclass(frozen=True)
@@ -273,6 +323,10 @@ class TwoPointLoss(PrivacyLoss):
         terms = np.log(at.primary)[None, :] + 1j * z.reshape(-1, 1) * at.locations[None, :]
         return special.logsumexp(terms, axis=1).reshape(z.shape)
 
+    def log_fourier_envelope(self, v, u):
+        """Purely atomic: no continuous part."""
+        return np.full(np.shape(u), -np.inf)
+
 
 # ----------------------------------------------------------------------------------------
 # Subsampling
@@ -300,6 +354,28 @@ def _subsampling_map(base_loss: np.ndarray, rate: float) -> np.ndarray:
         small = np.log1p(rate * np.expm1(np.minimum(l, 0.0)))
         large = l + math.log(rate) + np.log1p((1 - rate) / rate * np.exp(-np.maximum(l, 0.0)))
     return np.where(l > 0, large, small)
+
+
+def _gauss_tail_radius(log_tail: float) -> float:
+    """Smallest r >= 6 with P[N(0,1) > r] <= e^{log_tail}."""
+    if log_tail >= math.log(special.ndtr(-6.0)):
+        return 6.0
+    return float(-special.ndtri_exp(log_tail))
+
+
+@dataclass(frozen=True)
+class ContinuousQuadrature:
+    """Two quadrature rules (nodes, log-weights) for the continuous part of a base law.
+
+    ``truncation`` bounds the tilted mass the rules leave out (see
+    :meth:`SubsampledLoss.continuous_quadrature`).
+    """
+
+    nodes: np.ndarray
+    log_weights: np.ndarray
+    coarse_nodes: np.ndarray
+    coarse_log_weights: np.ndarray
+    truncation: float
 
 
 def _gauss_legendre_normal(n: int, half_width: float = 40.0) -> tuple[np.ndarray, np.ndarray]:
@@ -452,6 +528,139 @@ class SubsampledLoss(PrivacyLoss):
         nodes, log_weights = self.base_quadrature(n)
         return self.log_phi_quadrature(z, nodes, log_weights)
 
+    # -- facts for Fourier inversion (characteristic-function accountant) ----------------
+
+    def _base_continuous(self) -> tuple | None:
+        """(log-density of the base continuous part under P, its support, bound on |(log f)''|)."""
+        base = self.base
+        if isinstance(base, GaussianLoss):
+            mu = base.mu
+            log_norm = math.log(mu) + 0.5 * math.log(2 * math.pi)
+            return (lambda l: -((l - mu * mu / 2) ** 2) / (2 * mu * mu) - log_norm), (-math.inf, math.inf), 1 / mu**2
+        if isinstance(base, LaplaceLoss):
+            mu = base.mu
+            return (lambda l: (l - mu) / 2 - math.log(4.0)), (-base.mu, base.mu), 0.0
+        return None
+
+    def _log_continuous_tv(self, v: float) -> float:
+        """log of a bound on the total variation of the tilted continuous density.
+
+        In the base-loss variable l, the density of L (continuous part, tilted by e^{vL}) is
+        w(l) = exp(F(l)) with F(l) = c g(l) - 2 l + log f(l) - log q, c = v + 2 (remove) or
+        1 - v (add), f the base density under P and g(l) = log(1 - q + q e^l). g' is a logistic
+        function, so for a Gaussian base F' = c g' - 2 - (l - mu^2/2)/mu^2 has at most three
+        zeros, all where the line lies in the range of c g'; for a Laplace base F'' = c g'' has
+        one sign. Either way w has at most two local maxima (counting the jumps at the ends of
+        a bounded support), so TV(w) <= 4 sup w. sup F over the interval holding the critical
+        points is bounded by the maximum on a grid plus K h^2 / 8, K >= |F''| = |c| g'' + K_f,
+        g'' <= 1/4. Total variation is invariant under the monotone change of variable l -> L.
+        """
+        log_f, (lo, hi), curvature = self._base_continuous()
+        q = self.rate
+        c = v + 2.0 if self.direction == "remove" else 1.0 - v
+        if math.isinf(lo):  # Gaussian base: critical points of F lie in this interval
+            mu2 = self.base.mu ** 2
+            lo, hi = mu2 / 2 + mu2 * (min(0.0, c) - 2), mu2 / 2 + mu2 * (max(0.0, c) - 2)
+        grid = np.linspace(lo, hi, 2001)
+        h = (hi - lo) / 2000
+        values = c * _subsampling_map(grid, q) - 2 * grid + log_f(grid) - math.log(q)
+        bound = float(np.max(values)) + (abs(c) / 4 + curvature) * h * h / 8
+        return math.log(4.0) + bound + 1e-12 * (1 + abs(bound))
+
+    def log_fourier_envelope(self, v, u):
+        """Total-variation bound TV(w) / |u| (see :meth:`_log_continuous_tv`).
+
+        Not capped by the tilted mass of the continuous part (callers cap it); ``-inf`` for
+        randomized-response and pure-DP bases, which have no continuous part.
+        """
+        u = np.asarray(u, dtype=float)
+        if self._base_continuous() is None:
+            return np.full(u.shape, -np.inf)
+        with np.errstate(divide="ignore"):
+            return self._log_continuous_tv(v) - np.log(np.abs(u))
+
+    def continuous_quadrature(self, v: float, u_max: float, refine: int = 0,
+                              max_nodes: int = 1 << 18) -> "ContinuousQuadrature":
+        """Fine and coarse rules for E_P[f(L_b); continuous part of the base], tilted by e^{vL}.
+
+        For use with :meth:`log_phi_quadrature` at arguments ``z = -u - iv``, ``|u| <= u_max``.
+        Gaussian base: trapezoid rule in the standard-normal variable with step
+        ``h <= pi / (u_max mu g'_max + 14)`` (``g'_max`` over the region holding all but
+        e^-46 of the tilted mass), on a range whose omitted tilted mass is bounded by Gaussian
+        tails (``truncation``, a rigorous bound); the coarse rule takes every other node, so
+        it already resolves the fastest oscillation. Laplace base: composite Gauss-Legendre on
+        [-mu, mu] with 20 (fine) and 14 (coarse) nodes per panel, panels short enough that the
+        phase u g and the log-weight change by at most ~2.5 across each (no truncation).
+        Each ``refine`` step doubles the node count. The difference between the rules is an
+        estimate (not a bound) of the error of the coarse rule.
+        """
+        empty = np.zeros(0)
+        if self._base_continuous() is None:
+            return ContinuousQuadrature(empty, empty, empty, empty, 0.0)
+        q = self.rate
+        if isinstance(self.base, LaplaceLoss):
+            mu = self.base.mu
+            span = float(np.ptp(_subsampling_map(np.array([-mu, mu]), q)))
+            panels = int(math.ceil(((u_max + v + 2) * span + mu) / 2.5 + 1)) * 2**refine
+            if 20 * panels > max_nodes:
+                raise ValueError(f"quadrature needs {20 * panels} > {max_nodes} nodes (u_max={u_max}, v={v})")
+            edges = np.linspace(-mu, mu, panels + 1)
+
+            def rule(m: int) -> tuple[np.ndarray, np.ndarray]:
+                x, w = special.roots_legendre(m)
+                half = np.diff(edges)[:, None] / 2
+                l = ((edges[:-1] + edges[1:])[:, None] / 2 + half * x[None, :]).reshape(-1)
+                return l, (np.log(half * w[None, :])).reshape(-1) + (l - mu) / 2 - math.log(4.0)
+
+            fine, coarse = rule(20), rule(14)
+            return ContinuousQuadrature(fine[0], fine[1], coarse[0], coarse[1], 0.0)
+        mu = self.base.mu
+        log_tol = math.log(1e-17)
+        if self.direction == "remove":
+            # integrand (P-expectation in x): phi(x) e^{g(l) - l} e^{v g(l)}, l = mu^2/2 + mu x
+            log_mass_low = v * math.log1p(-q)  # E_M[e^{vg}] >= (1-q)^v
+            r_lo = _gauss_tail_radius(log_tol + log_mass_low - math.log(2.0))
+            # x < -mu/2 (l < 0): integrand <= phi(x + mu)
+            lo_bound = special.log_ndtr(-r_lo)
+            # l >= 0: e^g <= e^l, integrand <= e^{v(v+1)mu^2/2} phi(x - v mu)
+            log_pa = v * (v + 1) * mu * mu / 2
+            r_a = _gauss_tail_radius(log_tol + log_mass_low - math.log(2.0) - log_pa)
+            # l >= l0 = log((1-q)/q): e^g <= 2 q e^l and e^{g-l} <= 2q
+            log_pb = (1 + v) * math.log(2 * q) + log_pa
+            r_b = _gauss_tail_radius(log_tol + log_mass_low - math.log(2.0) - log_pb)
+            x_l0 = (math.log1p(-q) - math.log(q) - mu * mu / 2) / mu
+            x_hi_a, x_hi_b = v * mu + r_a, max(v * mu, x_l0) + r_b
+            if x_hi_a <= x_hi_b:
+                x_hi, hi_bound = x_hi_a, log_pa + special.log_ndtr(-r_a)
+            else:
+                x_hi, hi_bound = x_hi_b, log_pb + special.log_ndtr(-(x_hi_b - v * mu))
+            x_lo = -mu - r_lo
+        else:
+            # integrand: phi(x) e^{-l} e^{-v g(l)}; l < 0: <= (1-q)^{-v} phi(x + mu); l >= 0: <= phi(x + mu)
+            log_mass_low = -math.log(2.0)  # E_Q[e^{-vg}] >= Q[L_b <= 0] >= 1/2
+            log_p = -v * math.log1p(-q)
+            r_lo = _gauss_tail_radius(log_tol + log_mass_low - math.log(2.0) - log_p)
+            r_hi = _gauss_tail_radius(log_tol + log_mass_low - math.log(2.0))
+            x_lo, x_hi = -mu - r_lo, r_hi
+            lo_bound, hi_bound = log_p + special.log_ndtr(-r_lo), special.log_ndtr(-r_hi)
+        truncation = math.exp(lo_bound) + math.exp(hi_bound)
+        # step from the phase speed u g'(l) mu where the tilted integrand is not negligible
+        x = np.linspace(x_lo, x_hi, 401)
+        l = mu * mu / 2 + mu * x
+        g = _subsampling_map(l, q)
+        log_mag = -x * x / 2 + ((1 + v) * g - l if self.direction == "remove" else -l - v * g)
+        slope = special.expit(l + math.log(q) - math.log1p(-q))
+        g_prime = float(np.max(slope[log_mag >= np.max(log_mag) - 46]))
+        h = min(0.2, math.pi / (u_max * mu * g_prime + 14)) / 2**refine
+        n = int(math.ceil((x_hi - x_lo) / h))
+        n += n % 2
+        if n + 1 > max_nodes:
+            raise ValueError(f"quadrature needs {n + 1} > {max_nodes} nodes (u_max={u_max}, v={v})")
+        x = x_lo + h * np.arange(n + 1)
+        nodes = mu * mu / 2 + mu * x
+        log_w = math.log(h) + stats.norm.logpdf(x)
+        return ContinuousQuadrature(nodes, log_w, nodes[::2], log_w[::2] + math.log(2.0), truncation)
+
 
 # ----------------------------------------------------------------------------------------
 # Mechanism -> directed losses
@@ -482,12 +691,12 @@ def privacy_losses(mechanism: Mechanism) -> DirectedLosses:
 
 @privacy_losses.register
 def _(mechanism: Gaussian) -> DirectedLosses:
-    return _symmetric(GaussianLoss(mechanism.sensitivity / mechanism.noise_multiplier))
+    return _symmetric(GaussianLoss(mechanism.mu))  # noise std = noise_multiplier x sensitivity
 
 
 @privacy_losses.register
 def _(mechanism: Laplace) -> DirectedLosses:
-    return _symmetric(LaplaceLoss(mechanism.sensitivity / mechanism.scale))
+    return _symmetric(LaplaceLoss(mechanism.epsilon))  # noise scale = scale x sensitivity
 
 
 @privacy_losses.register

@@ -58,12 +58,18 @@ class ErrorBudget:
     details: tuple[tuple[str, float], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: non-finite numbers become the strings "inf", "-inf" or "nan"."""
         return {
-            "eps_error": self.eps_error,
-            "delta_error": self.delta_error,
-            "min_delta": self.min_delta,
-            "details": dict(self.details),
+            "eps_error": _json_number(self.eps_error),
+            "delta_error": _json_number(self.delta_error),
+            "min_delta": _json_number(self.min_delta),
+            "details": {name: _json_number(value) for name, value in self.details},
         }
+
+
+def _json_number(value: float) -> float | str:
+    value = float(value)
+    return value if math.isfinite(value) else str(value)
 
 
 class DirectionalCurve(ABC):

@@ -80,10 +80,12 @@ logger = logging.getLogger(__name__)
 #: orders near 1 and tiny loss wants large orders:
 #: * (1, 2): a - 1 geometric from 0.01 (ratio ~1.12), because the log(1/delta)/(a - 1) term
 #:   varies on the relative scale of a - 1;
-#: * [2, 64]: step 0.25, the working range of DP-SGD-like compositions (the conversion is
-#:   flat near its optimum, so this loses well under 1% of eps);
-#: * (64, 1024]: integers spaced by a factor 2^(1/8), for very small losses.
-#: ~320 orders; every one has an exact subsampled-Gaussian value.
+#: * [2, 64]: step 0.25, the working range of DP-SGD-like compositions;
+#: * (64, 1024]: integers spaced by a factor 2^(1/8), for small losses.
+#: 321 orders. Against a 12,000-order grid up to 4096 the improved eps grows by at most
+#: 0.12% for eps >= 0.1 (DP-SGD and Gaussian settings, delta 1e-3..1e-10); below eps ~ 0.05
+#: orders beyond 1024 help (pass your own grid). Every order has an exact
+#: subsampled-Gaussian value.
 DEFAULT_ORDERS: np.ndarray = np.unique(np.concatenate([
     1.0 + np.geomspace(0.01, 1.0, 41)[:-1],
     np.arange(2.0, 64.0 + 0.125, 0.25),
@@ -110,8 +112,9 @@ def _orders_array(orders: object) -> np.ndarray:
     a = check.real_array("orders", orders)
     if a.size == 0:
         raise ValueError("orders must contain at least one order")
-    if not (np.isfinite(a) & (a > 1)).all():
-        raise ValueError(f"orders must be finite and > 1, got {orders!r}")
+    bad = ~(np.isfinite(a) & (a > 1))
+    if bad.any():
+        raise ValueError(f"orders must be finite and > 1, got {float(a[bad].reshape(-1)[0])!r}")
     return a
 
 
@@ -161,12 +164,6 @@ def _log_abs_binom(alpha: np.ndarray, k: np.ndarray) -> np.ndarray:
         return special.gammaln(alpha + 1) - special.gammaln(k + 1) - special.gammaln(alpha - k + 1)
 
 
-def _binom_sign(alpha: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Sign of C(alpha, k) for non-integer alpha > 0: + up to floor(alpha)+1, then alternating."""
-    n = np.floor(alpha)
-    return np.where((k <= n + 1) | ((k - n - 1) % 2 == 0), 1.0, -1.0)
-
-
 def _log_expm1(x: np.ndarray) -> np.ndarray:
     """log(e^x - 1) for x > 0."""
     x = np.asarray(x, dtype=float)
@@ -175,7 +172,7 @@ def _log_expm1(x: np.ndarray) -> np.ndarray:
 
 
 def _log_phi(x: np.ndarray) -> np.ndarray:
-    """log(e^x - 1 - x) (>= 0 for every real x), without cancellation near 0."""
+    """log(e^x - 1 - x) for real x (the argument of the log is >= 0), without cancellation near 0."""
     x = np.asarray(x, dtype=float)
     out = np.empty_like(x)
     small = np.abs(x) < 0.5
@@ -210,12 +207,13 @@ def _log_binomial_remainder(s: np.ndarray, log1p_s: np.ndarray, alpha: np.ndarra
     """
     s, log1p_s, alpha = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (s, log1p_s, alpha)))
     out = np.empty(s.shape)
-    small = np.abs(s) * np.maximum(alpha, 1.0) <= 0.05
+    with np.errstate(over="ignore"):
+        small = np.abs(s) * np.maximum(alpha, 1.0) <= 0.05
     ss, aa = s[small], alpha[small]
     total = np.zeros_like(ss)
     coef = aa * (aa - 1) / 2  # C(alpha, 2)
     power = np.ones_like(ss)
-    for j in range(2, 34):  # ratio of successive terms <= 0.05 / 2, so 32 terms are plenty
+    for j in range(2, 34):  # |term ratio| = |alpha - j| |s| / (j + 1) <= 0.05: 32 terms suffice
         total += coef * power
         coef = coef * (aa - j) / (j + 1)
         power = power * ss
@@ -225,11 +223,12 @@ def _log_binomial_remainder(s: np.ndarray, log1p_s: np.ndarray, alpha: np.ndarra
     big_l = al * ll
     big = big_l > 30.0
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        out[~small] = np.where(
-            big,
-            big_l + np.log1p(-(1 + al * sl) * np.exp(-np.where(big, big_l, 30.0))),
-            np.log(np.expm1(np.minimum(big_l, 30.0)) - al * sl),
-        )
+        # Large branch (then s > 0): log g = L + log1p(-(1 + a s) e^{-L}), with
+        # log(1 + a s) = logaddexp(0, log a + log s) and log s = log(expm1(log(1+s))), so an
+        # overflowed s (= inf) is never used.
+        log_1_as = np.logaddexp(0.0, np.log(al) + _log_expm1(np.where(big, ll, 1.0)))
+        correction = np.log1p(-np.exp(np.minimum(log_1_as - big_l, 0.0)))
+        out[~small] = np.where(big, big_l + correction, np.log(np.expm1(np.minimum(big_l, 30.0)) - al * sl))
     return out
 
 
@@ -314,14 +313,15 @@ def _subsampled_rr_rdp(eps0: float, q: float, a: np.ndarray) -> np.ndarray:
         return np.zeros_like(a)
     # B = Q = (1/(1+e^eps0), e^eps0/(1+e^eps0)); A_i / B_i = 1 - q + q e^{+-eps0}.
     log_b = np.array([[-np.logaddexp(0.0, eps0)], [-np.logaddexp(0.0, -eps0)]])
-    s = q * np.expm1(np.array([[eps0], [-eps0]]))
+    with np.errstate(over="ignore"):
+        s = q * np.expm1(np.array([[eps0], [-eps0]]))  # may overflow to +inf for eps0 > ~709
     log1p_s = np.logaddexp(math.log1p(-q) if q < 1 else -np.inf, math.log(q) + np.array([[eps0], [-eps0]]))
     a2 = a.reshape(1, -1)
     remove = _two_point_log_moment(log_b, s, log1p_s, a2)
     if q == 1.0:
         return (remove / (a2 - 1)).reshape(a.shape)
-    # Reverse: E_A[(B/A)^a] with A_i = B_i (1 + s_i) and B_i/A_i - 1 = -s_i/(1+s_i).
-    t = -s * np.exp(-log1p_s)
+    # Reverse: E_A[(B/A)^a] with A_i = B_i (1 + s_i) and B_i/A_i - 1 = 1/(1+s_i) - 1.
+    t = np.expm1(-log1p_s)
     add = _two_point_log_moment(log_b + log1p_s, t, -log1p_s, a2)
     return (np.maximum(remove, add) / (a2 - 1)).reshape(a.shape)
 
@@ -409,14 +409,23 @@ def _sgm_log_a_minus_1_frac(q: float, sigma: float, a: np.ndarray) -> np.ndarray
         np.ones_like(a), -np.ones_like(a), -np.sign(one_minus_aq), -np.ones_like(a),
     ])
     log_am1, sign = _signed_logsumexp(parts, signs)
-    # A_a >= 1 exactly; a non-positive result is rounding of a value below ~1e-16.
-    return np.where(sign > 0, log_am1, -np.inf)
+    # The z > z0 parts cancel to O(1) when q is large and sigma huge (A_a - 1 below 1e-16);
+    # add a rounding allowance (4 ulps per part, of sum |part|) so the result stays an
+    # upper bound. It is ~1e-14 relative in every regime without such cancellation.
+    log_allowance = special.logsumexp(parts, axis=0) + math.log(4 * parts.shape[0] * np.finfo(float).eps)
+    log_am1 = np.where(sign > 0, log_am1, -np.inf)
+    return np.logaddexp(log_am1, log_allowance)
 
 
 def _subsampled_gaussian_rdp(mu: float, q: float, a: np.ndarray) -> np.ndarray:
-    """Exact RDP of the Poisson-subsampled Gaussian mechanism (MTZ 2019, Secs. 3.2-3.3, Thm 5)."""
+    """Exact RDP of the Poisson-subsampled Gaussian mechanism (MTZ 2019, Secs. 3.2-3.3, Thm 5).
+
+    Capped by the unsampled curve a mu^2/2, which bounds both directions by joint convexity
+    of p^a q^(1-a); the cap only acts where sigma^2 over- or underflows.
+    """
+    base = _gaussian_rdp(mu, a)
     if q == 1.0:
-        return _gaussian_rdp(mu, a)
+        return base
     sigma = 1.0 / mu
     flat = a.reshape(-1)
     log_am1 = np.empty_like(flat)
@@ -425,7 +434,7 @@ def _subsampled_gaussian_rdp(mu: float, q: float, a: np.ndarray) -> np.ndarray:
         log_am1[integer] = _sgm_log_a_minus_1_int(q, sigma, flat[integer])
     if (~integer).any():
         log_am1[~integer] = _sgm_log_a_minus_1_frac(q, sigma, flat[~integer])
-    return (np.logaddexp(0.0, log_am1) / (flat - 1)).reshape(a.shape)
+    return np.fmin((np.logaddexp(0.0, log_am1) / (flat - 1)).reshape(a.shape), base)
 
 
 # ----------------------------------------------------------------------------------------
@@ -434,11 +443,13 @@ def _subsampled_gaussian_rdp(mu: float, q: float, a: np.ndarray) -> np.ndarray:
 
 
 def _gaussian_mu(mechanism: Gaussian) -> float:
-    return mechanism.sensitivity / mechanism.noise_multiplier
+    """mu = 1 / noise_multiplier: the noise std is noise_multiplier x sensitivity (mechanisms.py)."""
+    return mechanism.mu
 
 
 def _laplace_eps(mechanism: Laplace) -> float:
-    return mechanism.sensitivity / mechanism.scale
+    """eps = 1 / scale: the noise scale is scale x sensitivity (mechanisms.py)."""
+    return mechanism.epsilon
 
 
 @functools.singledispatch
@@ -556,7 +567,11 @@ def rdp_curve(mechanism: Mechanism, orders: object = DEFAULT_ORDERS) -> np.ndarr
     if missing is not None:
         raise UnsupportedMechanismError(f"no RDP curve for {missing} (in {mechanism!r})")
     flat = np.ascontiguousarray(a, dtype=float).reshape(-1)
-    out = _curve(mechanism, flat)
+    with np.errstate(all="ignore"):  # extreme parameters overflow to inf by design
+        out = _curve(mechanism, flat)
+    if np.isnan(out).any():  # not expected; +inf is the safe reading
+        logger.debug("rdp_curve: NaN at %d orders for %r, reported as inf", int(np.isnan(out).sum()), mechanism)
+        out = np.where(np.isnan(out), np.inf, out)
     return np.maximum(out, 0.0).reshape(a.shape)
 
 

@@ -44,6 +44,9 @@ def report_noisy_max(scores, noise: Gaussian | Laplace, rng: np.random.Generator
     calls document which analysis applies.
     """
     noise = _check_noise(noise)
+    if noise.sensitivity != 1.0:
+        raise ValueError("give the score sensitivity once, as report_noisy_max(..., sensitivity=...); "
+                         "leave the noise mechanism's own sensitivity at 1")
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     s = check.real_array("scores", scores)
@@ -60,12 +63,16 @@ def report_noisy_max(scores, noise: Gaussian | Laplace, rng: np.random.Generator
 
 
 def rnm_noise_mechanism(noise: Gaussian | Laplace, monotone: bool = False) -> Gaussian | Laplace:
-    """The additive-noise mechanism whose profile bounds RNM: sensitivity 2, or 1 if monotone (KRW Thm 3.2)."""
+    """The additive-noise mechanism whose profile bounds RNM (KRW Thm 3.2).
+
+    The same absolute noise on a query of twice the score sensitivity (once if monotone):
+    noise multiplier s/2 at sensitivity 2 (s at sensitivity 1 when monotone).
+    """
     noise = _check_noise(noise)
-    sens = 1.0 if monotone else 2.0
+    factor = 1.0 if monotone else 2.0
     if isinstance(noise, Gaussian):
-        return Gaussian(noise.noise_multiplier, sensitivity=sens)
-    return Laplace(noise.scale, sensitivity=sens)
+        return Gaussian(noise.noise_multiplier / factor, sensitivity=factor)
+    return Laplace(noise.scale / factor, sensitivity=factor)
 
 
 def rnm_profile(noise: Gaussian | Laplace, m: int, *, rounds: int = 1, monotone: bool = False,

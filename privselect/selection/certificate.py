@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _validation as check
 from ..accounting import privacy_profile
-from ..accounting.profile import ErrorBudget, PrivacyProfile
+from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
 from ..mechanisms import Mechanism
 from .bounds import selection_profile
 from .distributions import KDistribution
@@ -92,11 +92,27 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
     accountant_name = accountant
 
     if "profile" in families:
-        base_profile = privacy_profile(base, method=accountant, **accountant_options)
-        sel = selection_profile(base_profile, k)
-        results["profile"] = (float(sel.epsilon(delta)), dict(sel.metadata)["theorem"])
-        budget = sel.error_budget
-        accountant_name = base_profile.method
+        try:
+            base_profile = privacy_profile(base, method=accountant, **accountant_options)
+            sel = selection_profile(base_profile, k)
+            eps = float(sel.epsilon(delta))
+        except CertificationError as exc:
+            # delta / E[K] is below what this accountant certifies in floating point: fall back to
+            # the characteristic-function accountant (relative precision at tiny delta) and say so.
+            if not isinstance(base, Mechanism) or accountant == "cf":
+                if method == "profile":
+                    raise
+                notes.append(f"profile: {exc}")
+                base_profile = None
+            else:
+                notes.append(f"profile[{accountant}]: {exc}; fell back to the cf accountant")
+                base_profile = privacy_profile(base, method="cf")
+                sel = selection_profile(base_profile, k)
+                eps = float(sel.epsilon(delta))
+        if base_profile is not None:
+            results["profile"] = (eps, dict(sel.metadata)["theorem"])
+            budget = sel.error_budget
+            accountant_name = base_profile.method
     if "rdp" in families:
         reason = supports_rdp_selection(mechanism, k)
         if reason is None:

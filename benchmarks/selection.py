@@ -1,0 +1,52 @@
+"""Selection benchmark: certify() from a built base profile, a sweep over m, vs dp-accounting RDP.
+
+    python -m benchmarks.selection
+
+Targets (issue 3): certify from a built profile < 20 ms; a sweep of 100 values of m < 0.5 s.
+dp-accounting's RdpAccountant with RepeatAndSelectDpEvent (Papernot-Steinke, RDP only) is timed
+in the same run on the same base, with its epsilon beside ours.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import privselect as ps
+from benchmarks._timing import best_of
+
+SIGMA, RATE, STEPS, DELTA = 1.1, 256 / 60000, 14063, 1e-5
+
+
+def main() -> None:
+    base = ps.Gaussian(SIGMA).poisson_subsample(RATE).compose(STEPS)
+    profile, build_s = best_of(lambda: ps.privacy_profile(base), repeat=1)
+    cert, cert_s = best_of(lambda: ps.certify(profile, ps.Geometric(mean=10), DELTA, method="profile"), repeat=5)
+    means = np.geomspace(2, 300, 100)  # delta / m stays above the PRV floating-point floor
+    sweep, sweep_s = best_of(
+        lambda: [ps.certify(profile, ps.Geometric(mean=m), DELTA, method="profile").epsilon for m in means], repeat=3)
+    print(f"base: DP-SGD sigma={SIGMA}, q={RATE:.5g}, T={STEPS}; PRV profile built in {build_s:.3f} s")
+    print(f"certify (profile, geometric mean 10) from the built profile: {1e3 * cert_s:.2f} ms "
+          f"(target < 20 ms), eps = {cert.epsilon:.4f}")
+    print(f"sweep of 100 means ({means[0]:g}..{means[-1]:g}): {sweep_s:.3f} s (target < 0.5 s); eps from {sweep[0]:.3f} to {sweep[-1]:.3f}")
+    rdp_cert, rdp_s = best_of(lambda: ps.certify(base, ps.Geometric(mean=10), DELTA, method="rdp"), repeat=3)
+    try:
+        import dp_accounting
+        from dp_accounting.dp_event import RepeatAndSelectDpEvent
+
+        def peer():
+            acc = dp_accounting.rdp.RdpAccountant()
+            event = dp_accounting.SelfComposedDpEvent(
+                dp_accounting.PoissonSampledDpEvent(RATE, dp_accounting.GaussianDpEvent(SIGMA)), STEPS)
+            acc.compose(RepeatAndSelectDpEvent(event, 10, 1))
+            return acc.get_epsilon(DELTA)
+
+        peer_eps, peer_s = best_of(peer, repeat=3)
+        print(f"RDP (Papernot-Steinke): privselect {rdp_cert.epsilon:.4f} in {1e3 * rdp_s:.1f} ms; dp-accounting "
+              f"{peer_eps:.4f} in {1e3 * peer_s:.1f} ms; privselect profile certificate / dp-accounting time: "
+              f"{cert_s / peer_s:.2f}x")
+    except ImportError:
+        print("dp-accounting not installed: pip install 'privselect[test]' for the comparison")
+
+
+if __name__ == "__main__":
+    main()

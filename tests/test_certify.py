@@ -101,3 +101,23 @@ def test_cor62_thresholds_krw_fig8_setting():
     fails = meets_thresholds(ps.gdp_profile(mu * 1.5), th)
     assert passes and not fails
     assert ps.certify(ps.gdp_profile(mu * 0.9), k, 1e-6).epsilon <= th.epsilon + 1e-9
+
+
+def test_krw_fig7_profile_allows_about_three_times_more_candidates():
+    """KRW Fig. 7 (q=16384/50000, sigma=21.1, T=250, delta=1e-5): at the eps RDP certifies for geometric
+    mean 10, Thm 5.2 allows a mean about 3x larger. Measured: 2.74x (PRV accountant)."""
+    base = ps.privacy_profile(ps.Gaussian(21.1).poisson_subsample(16384 / 50000).compose(250))
+    rdp_eps = ps.certify(base, ps.Geometric(mean=10), 1e-5, method="rdp").epsilon
+    m = largest_mean(base, rdp_eps, 1e-5, method="profile")
+    assert 2.4 < m / 10 < 3.5
+    assert ps.certify(base, ps.Geometric(mean=m), 1e-5, method="profile").epsilon <= rdp_eps
+
+
+def test_profile_falls_back_to_cf_below_the_prv_floor():
+    base = ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(2000)
+    cert = ps.certify(base, ps.Geometric(mean=3000), 1e-8)
+    assert cert.method in ("profile", "rdp")
+    if any("fell back to the cf accountant" in note for note in cert.notes):
+        assert cert.alternatives["profile"] <= cert.alternatives["rdp"] * 1.5
+    with pytest.raises(ps.CertificationError):
+        ps.certify(ps.privacy_profile(base), ps.Geometric(mean=3000), 1e-12, method="profile")

@@ -173,10 +173,14 @@ class TruncatedNegativeBinomial(KDistribution):
 
 
 def _tnb_mean(eta: float, gamma: float) -> float:
-    """E[K] = eta (1-gamma) / (gamma (1 - gamma^eta)), or (1/gamma - 1)/log(1/gamma) at eta = 0."""
+    """E[K] = eta (1-gamma) / (gamma (1 - gamma^eta)), or (1/gamma - 1)/log(1/gamma) at eta = 0.
+
+    Written with expm1 of log(gamma) so it stays accurate as gamma -> 1 (mean -> 1).
+    """
+    lg = math.log(gamma)
     if eta == 0:
-        return (1 / gamma - 1) / -math.log(gamma)
-    return eta * (1 - gamma) / (gamma * -math.expm1(eta * math.log(gamma)))
+        return math.expm1(-lg) / -lg
+    return eta * -math.expm1(lg) / (gamma * -math.expm1(eta * lg))
 
 
 def _tnb_gamma_from_mean(eta: float, mean: float) -> float:

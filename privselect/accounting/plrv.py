@@ -523,6 +523,22 @@ class SubsampledLoss(PrivacyLoss):
             expo = -1j * z.reshape(-1, 1) * g[None, :]
         return special.logsumexp(expo + log_w[None, :], axis=1).reshape(z.shape)
 
+    def quadrature_terms(self, v: float, nodes: np.ndarray, log_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(log a_j, L_j) with E[e^{(v - iu) L}] ~ sum_j a_j e^{-iu L_j} for a base-law rule.
+
+        ``nodes``/``log_weights`` are a quadrature of E_P[f(L_b)] (as for
+        :meth:`log_phi_quadrature`); ``L_j`` is this direction's loss at each node and
+        ``a_j > 0`` includes the change of measure and the tilt e^{v L_j}.
+        """
+        g = _subsampling_map(nodes, self.rate)
+        if self.direction == "remove":
+            loss = g
+            log_w = log_weights + np.logaddexp(math.log(self.rate), math.log1p(-self.rate) - nodes)
+        else:
+            loss = -g
+            log_w = log_weights - nodes
+        return log_w + v * loss, loss
+
     def log_phi(self, z, n: int = 400):
         """log-phi by quadrature over the base law (exact for discrete bases)."""
         nodes, log_weights = self.base_quadrature(n)
@@ -589,8 +605,8 @@ class SubsampledLoss(PrivacyLoss):
         e^-46 of the tilted mass), on a range whose omitted tilted mass is bounded by Gaussian
         tails (``truncation``, a rigorous bound); the coarse rule takes every other node, so
         it already resolves the fastest oscillation. Laplace base: composite Gauss-Legendre on
-        [-mu, mu] with 20 (fine) and 14 (coarse) nodes per panel, panels short enough that the
-        phase u g and the log-weight change by at most ~2.5 across each (no truncation).
+        [-mu, mu] with 24 (fine) and 18 (coarse) nodes per panel, panels short enough that the
+        phase u g and the log-weight change by at most ~8 across each (no truncation).
         Each ``refine`` step doubles the node count. The difference between the rules is an
         estimate (not a bound) of the error of the coarse rule.
         """
@@ -601,9 +617,9 @@ class SubsampledLoss(PrivacyLoss):
         if isinstance(self.base, LaplaceLoss):
             mu = self.base.mu
             span = float(np.ptp(_subsampling_map(np.array([-mu, mu]), q)))
-            panels = int(math.ceil(((u_max + v + 2) * span + mu) / 2.5 + 1)) * 2**refine
-            if 20 * panels > max_nodes:
-                raise ValueError(f"quadrature needs {20 * panels} > {max_nodes} nodes (u_max={u_max}, v={v})")
+            panels = int(math.ceil(((u_max + v + 2) * span + mu) / 8 + 1)) * 2**refine
+            if 24 * panels > max_nodes:
+                raise ValueError(f"quadrature needs {24 * panels} > {max_nodes} nodes (u_max={u_max}, v={v})")
             edges = np.linspace(-mu, mu, panels + 1)
 
             def rule(m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -612,7 +628,7 @@ class SubsampledLoss(PrivacyLoss):
                 l = ((edges[:-1] + edges[1:])[:, None] / 2 + half * x[None, :]).reshape(-1)
                 return l, (np.log(half * w[None, :])).reshape(-1) + (l - mu) / 2 - math.log(4.0)
 
-            fine, coarse = rule(20), rule(14)
+            fine, coarse = rule(24), rule(18)
             return ContinuousQuadrature(fine[0], fine[1], coarse[0], coarse[1], 0.0)
         mu = self.base.mu
         log_tol = math.log(1e-17)

@@ -34,6 +34,8 @@ def _mechanism_from_args(args: argparse.Namespace) -> Mechanism:
 
 def _certify(args: argparse.Namespace) -> int:
     mechanism = _mechanism_from_args(args)
+    if args.k != "none":
+        return _certify_selection(args, mechanism)
     methods = list(METHODS) if args.method == "all" else [args.method]
     methods = [m for m in methods if m != "exact" or args.mechanism == "gaussian" and args.rate == 1.0]
     rows = []
@@ -77,10 +79,43 @@ def _certify(args: argparse.Namespace) -> int:
         low = "-" if r["epsilon_lower"] is None else f"{r['epsilon_lower']:.4f}"
         print(f"{r['method']:<8}{low:>12}{r['epsilon']:>12.4f}{r['seconds']:>10.2f}")
     print(f"certified: ({best['epsilon']:.4f}, {args.delta:g})-DP by {best['method']}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=2)
-        print(f"wrote {args.json}")
+    _write_json(args.json, report)
+    return 0
+
+
+def _write_json(path: str | None, payload: dict) -> None:
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=2)
+        print(f"wrote {path}")
+
+
+def _k_from_args(args: argparse.Namespace):
+    from .selection import Binomial, Geometric, Logarithmic, Poisson, TruncatedNegativeBinomial
+
+    if args.k == "geometric":
+        return Geometric(mean=args.mean)
+    if args.k == "logarithmic":
+        return Logarithmic(mean=args.mean)
+    if args.k == "tnb":
+        return TruncatedNegativeBinomial(args.eta, mean=args.mean)
+    if args.k == "poisson":
+        return Poisson(args.mean)
+    return Binomial.from_mean(args.mean, args.n)
+
+
+def _certify_selection(args: argparse.Namespace, mechanism: Mechanism) -> int:
+    from .selection import certify
+
+    cert = certify(mechanism, _k_from_args(args), args.delta)
+    print(f"mechanism of one run: {mechanism!r}")
+    print(f"K: {cert.k!r} (mean {cert.k.mean:g}); only the best run is released")
+    for family, value in cert.alternatives.items():
+        print(f"  {family:<8}{value:>10.4f}")
+    for note in cert.notes:
+        print(f"  note: {note}")
+    print(f"certified: ({cert.epsilon:.4f}, {args.delta:g})-DP by {cert.bound}")
+    _write_json(args.json, cert.to_dict())
     return 0
 
 
@@ -101,10 +136,7 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"  {label:<58}{value:>8.3f}")
     cert = report["certificate"]
     print(f"\ncertified: ({cert['epsilon']:.3f}, {cert['delta']:g})-DP by {cert['bound']}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(cert, fh, indent=2)
-        print(f"wrote {args.json}")
+    _write_json(args.json, cert)
     return 0
 
 
@@ -120,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="number of composed steps")
     cert.add_argument("--delta", type=float, default=1e-5)
     cert.add_argument("--method", choices=[*METHODS, "all"], default="all")
+    cert.add_argument("--k", choices=["none", "geometric", "logarithmic", "tnb", "poisson", "binomial"],
+                      default="none", help="certify the best of K runs (default: one run)")
+    cert.add_argument("--mean", type=float, default=10.0, help="mean of K")
+    cert.add_argument("--eta", type=float, default=1.0, help="eta of the truncated negative binomial")
+    cert.add_argument("--n", type=int, default=100, help="n of the binomial")
     cert.add_argument("--json", metavar="PATH", help="write the certificate as JSON")
     cert.set_defaults(run=_certify)
     demo = sub.add_parser("demo", help="tune DP-SGD on the digits data set privately and print the certificate")

@@ -72,3 +72,13 @@ def test_certify_command_rejects_bad_flags(capsys):
     with pytest.raises(SystemExit):
         main(["certify", "--noise-multiplier", "-1"])
     assert "noise_multiplier" in capsys.readouterr().err
+
+
+def test_certify_command_with_k_matches_certify(tmp_path, capsys):
+    out = tmp_path / "k.json"
+    args = ["certify", "--mechanism", "gaussian", "--noise-multiplier", "4", "--rate", "1", "--steps", "1",
+            "--delta", "1e-6", "--k", "geometric", "--mean", "30", "--json", str(out)]
+    assert main(args) == 0
+    cert = json.loads(out.read_text())
+    assert cert["epsilon"] == pytest.approx(ps.certify(ps.Gaussian(4.0).compose(1), ps.Geometric(mean=30), 1e-6).epsilon)
+    assert "only the best run is released" in capsys.readouterr().out

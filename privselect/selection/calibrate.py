@@ -24,7 +24,7 @@ from scipy import optimize
 
 from .. import _validation as check
 from ..accounting import privacy_profile
-from ..accounting.profile import PrivacyProfile, gaussian_delta, gaussian_epsilon
+from ..accounting.profile import CertificationError, PrivacyProfile, gaussian_delta, gaussian_epsilon
 from ..mechanisms import Gaussian, Mechanism
 from .certificate import certify
 from .distributions import Geometric, KDistribution, TruncatedNegativeBinomial
@@ -63,10 +63,20 @@ def largest_mean(base: Mechanism | PrivacyProfile, target_epsilon: float, delta:
     """
     target = check.positive("target_epsilon", target_epsilon)
     delta = float(check.delta_array("delta", delta))
-    profile = privacy_profile(base, method=accountant, **accountant_options)  # built once; keeps the mechanism
+    state = {"profile": privacy_profile(base, method=accountant, **accountant_options)}  # built once
 
     def excess(mean: float) -> float:
-        return certify(profile, family(mean), delta, method=method).epsilon - target
+        try:
+            return certify(state["profile"], family(mean), delta, method=method).epsilon - target
+        except CertificationError:
+            # delta / mean is below the accountant's floating-point floor. With a mechanism at hand,
+            # switch to the CF accountant (as certify does); otherwise this mean cannot be
+            # certified, which counts as missing the target (the answer stays valid).
+            mechanism = state["profile"].mechanism
+            if isinstance(mechanism, Mechanism) and state["profile"].method != "cf":
+                state["profile"] = privacy_profile(mechanism, method="cf")
+                return excess(mean)
+            return math.inf
 
     if excess(min_mean) > 0:
         raise ValueError(f"even mean={min_mean:g} exceeds target_epsilon={target:g} at delta={delta:g}")

@@ -378,9 +378,18 @@ class ContinuousQuadrature:
     truncation: float
 
 
+@functools.lru_cache(maxsize=16)
+def _leggauss(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights on [-1, 1] (cached: each call solves an eigenproblem)."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    x.setflags(write=False)
+    w.setflags(write=False)
+    return x, w
+
+
 def _gauss_legendre_normal(n: int, half_width: float = 40.0) -> tuple[np.ndarray, np.ndarray]:
     """Gauss-Legendre nodes on [-half_width, half_width] and log-weights for a N(0,1) expectation."""
-    x, w = np.polynomial.legendre.leggauss(n)
+    x, w = _leggauss(n)
     x = half_width * x
     return x, np.log(half_width * w) + stats.norm.logpdf(x)
 
@@ -501,7 +510,7 @@ class SubsampledLoss(PrivacyLoss):
             log_weights.append(log_w)
         elif isinstance(self.base, LaplaceLoss):
             mu = self.base.mu
-            x, w = np.polynomial.legendre.leggauss(n)
+            x, w = _leggauss(n)
             l = mu * x
             nodes.append(l)
             log_weights.append(np.log(mu * w / 4) + (l - mu) / 2)

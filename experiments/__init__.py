@@ -22,6 +22,7 @@ EXPERIMENTS: dict[str, str] = {
     "accountants": "experiments.accountants",
     "affordable_candidates": "experiments.affordable_candidates",
     "tradeoff": "experiments.tradeoff",
+    "linear_regression": "experiments.linear_regression",
 }
 
 #: Short names accepted by :func:`run` and the command line.

@@ -27,7 +27,7 @@ def results(tmp_path_factory):
 def test_registry_and_aliases():
     assert set(experiments.EXPERIMENTS) == {
         "fig1_rnm", "fig2_3_geometric", "fig4_binomial", "fig6_dpsgd", "fig7_large_batch", "fig8_tuning_sigma",
-        "accountants", "affordable_candidates", "tradeoff"}
+        "accountants", "affordable_candidates", "tradeoff", "linear_regression"}
     assert experiments.resolve("fig3") == "fig2_3_geometric"
     with pytest.raises(KeyError):
         experiments.resolve("fig5")

@@ -1,0 +1,361 @@
+"""Private linear regression estimators: OPS (data-independent calibration) and OPS-PTR.
+
+Every estimator here follows scikit-learn conventions (parameters set in ``__init__`` and
+validated in ``fit``; ``fit`` / ``predict`` / ``score``; ``get_params``) and shares one
+data-independent preprocessing rule, applied in ``fit`` and in ``predict``:
+
+* each feature row is clipped to the public norm bound: ``x <- x * min(1, x_bound / ||x||_2)``;
+* each label is clipped to the public range: ``y <- clip(y, -y_bound, y_bound)``;
+* predictions are clipped to ``[-y_bound, y_bound]``.
+
+There is no intercept: centring with data means would leak. Scale features and labels with
+public constants and append a constant feature if an intercept is wanted.
+
+Privacy is for add/remove neighbours and is a property of the parameters alone
+(:attr:`privacy`, an :class:`~privselect.mechanisms.ApproxDP` description), so it can be
+certified before any data is seen. ``random_state`` fixes the noise (for reproducibility only;
+a fixed seed known to an adversary voids the guarantee). Floating-point attacks on the
+samplers (Mironov 2012) are out of scope.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .. import _validation as check
+from ..mechanisms import ApproxDP
+from .gptr import BOTTOM, GeneralizedPTR, LaplaceBound, PTRResult
+from .ops import clip_records, ops_gamma, ops_passes, ridge_solution, sample_ops
+
+__all__ = ["OPSRegressor", "OPSPTRRegressor", "OPSPTR", "OPSPTRTestRelease", "balanced_alpha"]
+
+MODES = ("exact", "safe")
+
+
+class PrivateLinearRegressor(RegressorMixin, BaseEstimator):
+    """Shared surface: validation, the clipping rule, predict (linear, clipped), poor_score tag."""
+
+    def _check_common(self) -> None:
+        check.positive("epsilon", self.epsilon)
+        delta = getattr(self, "delta", None)
+        if delta is not None:
+            check.open_unit("delta", delta)
+        check.positive("x_bound", self.x_bound)
+        check.positive("y_bound", self.y_bound)
+
+    def _prepare(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        return clip_records(X, y, self.x_bound, self.y_bound)
+
+    def _rng(self) -> np.random.Generator:
+        return np.random.default_rng(self.random_state)
+
+    def predict(self, X) -> np.ndarray:
+        """x . coef_ on rows clipped to ``x_bound``, clipped to [-y_bound, y_bound]."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        Xc, _ = clip_records(X, None, self.x_bound, self.y_bound)
+        return np.clip(Xc @ self.coef_, -self.y_bound, self.y_bound)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True  # private fits are noisy by design
+        return tags
+
+
+# ----------------------------------------------------------------------------------------
+# OPS with a data-independent calibration
+# ----------------------------------------------------------------------------------------
+
+
+def balanced_alpha(n: int, d: int, epsilon: float, delta: float, x_bound: float = 1.0, y_bound: float = 1.0,
+                   theta_norm: float = 1.0, rho: float = 0.05) -> float:
+    """Ridge strength of Wang's OPS-Balanced (reference code ``OPS_epsdelta_balanced.m``), from public n, d.
+
+    lam = max( (C1 B_x^4 B_y^2 n / (2 ||theta*||^2))^(1/3), (1 + log(2/delta)) B_x^2 / eps ) with
+    C1 = (d/2 + sqrt(d log(1/rho)) + log(1/rho)) log(2/delta) / eps'^2, eps' = min(eps/2, sqrt(eps/2)).
+    A utility heuristic only: privacy comes from the exact calibration of gamma.
+    """
+    eps_p = min(epsilon / 2, math.sqrt(epsilon / 2))
+    c1 = (d / 2 + math.sqrt(d * math.log(1 / rho)) + math.log(1 / rho)) * math.log(2 / delta) / eps_p ** 2
+    return max((c1 * x_bound ** 4 * y_bound ** 2 * n / (2 * theta_norm ** 2)) ** (1 / 3),
+               (1 + math.log(2 / delta)) * x_bound ** 2 / epsilon)
+
+
+class OPSRegressor(PrivateLinearRegressor):
+    """One-posterior sample with a data-independent calibration: (epsilon, delta)-DP for data sets of at most ``n_max`` records.
+
+    Releases theta ~ N(theta_hat, (gamma H)^-1), H = X^T X + alpha I (Wang 2018; exact privacy
+    from :func:`~privselect.ptr.ops.ops_hockey_stick`). Every neighbour pair has leverage
+    mu <= B_x^2/alpha and residual at most B_y + B_x R_theta with the data-independent norm bound
+    R_theta = min(B_y sqrt(n_max)/(2 sqrt(alpha)), n_max B_x B_y/alpha) (since s/(s^2+alpha) <=
+    1/(2 sqrt(alpha)) and ||X^T y|| <= n B_x B_y), so gamma is set to the largest value with
+    ``ops_epsilon(B_x^2/alpha, sqrt(gamma)(B_y + B_x R_theta), delta) <= epsilon``.
+
+    Under add/remove neighbours the number of records is private; ``n_max`` is a public upper
+    bound (``fit`` refuses larger data sets). ``alpha=None`` uses Wang's OPS-Balanced rule
+    (:func:`balanced_alpha`) with n_max in place of n; ``alpha`` is the full ridge (no built-in +1).
+    """
+
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, alpha: float | None = None, x_bound: float = 1.0,
+                 y_bound: float = 1.0, n_max: int = 100_000, mode: str = "exact", random_state=None) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.n_max = n_max
+        self.mode = mode
+        self.random_state = random_state
+
+    @property
+    def privacy(self) -> ApproxDP:
+        """(epsilon, delta)-DP, add/remove neighbours, data sets of at most n_max records."""
+        return ApproxDP(self.epsilon, self.delta)
+
+    def fit(self, X, y):
+        self._check_common()
+        n_max = check.positive_int("n_max", self.n_max)
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        Xc, yc = self._prepare(X, y)
+        n, d = Xc.shape
+        if n > n_max:
+            raise ValueError(f"n_max must bound the number of records: got {n} records and n_max={n_max}")
+        alpha = (balanced_alpha(n_max, d, self.epsilon, self.delta, self.x_bound, self.y_bound)
+                 if self.alpha is None else check.positive("alpha", self.alpha))
+        theta_bound = min(self.y_bound * math.sqrt(n_max) / (2 * math.sqrt(alpha)),
+                          n_max * self.x_bound * self.y_bound / alpha)
+        residual = self.y_bound + self.x_bound * theta_bound
+        gamma = ops_gamma(self.x_bound ** 2 / alpha, residual, self.epsilon, self.delta, self.mode)
+        self.alpha_, self.gamma_ = alpha, gamma
+        if gamma <= 0:  # data-independent: no gamma meets the target at this alpha
+            raise ValueError(f"no gamma > 0 makes OPS ({self.epsilon}, {self.delta})-DP at alpha={alpha:g}; "
+                             "increase alpha")
+        theta, chol = ridge_solution(Xc, yc, alpha)
+        self.coef_ = sample_ops(theta, chol, gamma, self._rng())
+        self.intercept_ = 0.0
+        return self
+
+
+# ----------------------------------------------------------------------------------------
+# OPS-PTR
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OPSPTRTestRelease:
+    """What the OPS-PTR test releases (private; covered by the test's privacy).
+
+    ``lambda_lower``: private lower bound on lambda_min(X^T X) (0 when not released);
+    ``log_norm_upper``: private upper bound on u(X) = log(B_y + B_x ||theta_hat||);
+    ``mu_bound``, ``rho_bound``: the implied bounds on every neighbour pair's (mu, rho);
+    ``passed``: the test's verdict. Arrays when the test was run vectorised.
+    """
+
+    lambda_lower: Any
+    log_norm_upper: Any
+    mu_bound: Any
+    rho_bound: Any
+    passed: Any
+
+
+@dataclass(frozen=True)
+class OPSStatistics:
+    """Non-private statistics of one data set that OPS-PTR needs (never released)."""
+
+    lambda_min: float
+    log_norm: float
+    theta_hat: np.ndarray
+    chol: np.ndarray
+
+
+@dataclass(frozen=True)
+class OPSPTR:
+    """OPS-PTR_phi: Generalized PTR applied to OPS, proposal phi = (alpha, gamma) (KRW Sec. 6.1).
+
+    Steps (design notes Sec. 4, with the corrected constants):
+
+    1. if ``epsilon_eigen > 0``: lambda~ = max(lambda_min(X^T X) + Lap(B_x^2/eps_1) - (B_x^2/eps_1) ln(1/(2 p_1)), 0),
+       a lower bound failing with probability p_1 = ``failure_eigen`` (sensitivity B_x^2 by Weyl);
+       otherwise lambda~ = 0 (no release, no cost);
+    2. h~ = max(alpha, alpha + lambda~ - B_x^2) <= lambda_min(H(S)) for the smaller set S of every pair;
+    3. u~ = u(X) + Lap(s/eps_2) + (s/eps_2) ln(1/(2 p_2)), s = log(1 + B_x^2/h~), an upper bound on
+       u(X) = log(B_y + B_x ||theta_hat||) failing with probability p_2 = ``failure_norm``;
+    4. mu~ = B_x^2/h~, rho~ = sqrt(gamma) e^{u~} (1 + B_x^2/h~);
+    5. test: ``ops_epsilon(mu~, rho~, delta_ops, mode) <= epsilon_ops``;
+    6. refuse (``BOTTOM``) or release theta ~ N(theta_hat, (gamma H)^-1).
+
+    Privacy (KRW Thm 6.1). The test is (eps_1 + eps_2, p_1)-DP: step 3's noise is calibrated
+    for a pair (X, X') whenever lambda~ <= lambda_min(X^T X), an event of probability >= 1 - p_1
+    (a bad-event argument; p_1 = 0 without step 1). On {lambda~ <= lambda_min, u~ >= u(X)} the
+    bounds of step 4 hold for every neighbour of X and eps_OPS(X) <= the tested value, so the
+    false-pass rate is at most p_1 + p_2. OPS-PTR is therefore
+    (eps_1 + eps_2 + eps_ops, delta_ops + 2 p_1 + p_2)-DP (:attr:`privacy`).
+    [Derived here; the tests check the bound failure rates and the false-pass rate by Monte
+    Carlo and the neighbour bounds on random neighbours.]
+    """
+
+    alpha: float
+    gamma: float
+    epsilon_eigen: float
+    epsilon_norm: float
+    epsilon_ops: float
+    delta_ops: float
+    failure_eigen: float
+    failure_norm: float
+    x_bound: float = 1.0
+    y_bound: float = 1.0
+    mode: str = "exact"
+
+    def __post_init__(self) -> None:
+        for name in ("alpha", "gamma", "epsilon_norm", "epsilon_ops", "x_bound", "y_bound"):
+            object.__setattr__(self, name, check.positive(name, getattr(self, name)))
+        object.__setattr__(self, "epsilon_eigen", check.nonnegative("epsilon_eigen", self.epsilon_eigen))
+        object.__setattr__(self, "delta_ops", check.open_unit("delta_ops", self.delta_ops))
+        object.__setattr__(self, "failure_norm", check.open_unit("failure_norm", self.failure_norm))
+        if self.epsilon_eigen > 0:
+            object.__setattr__(self, "failure_eigen", check.open_unit("failure_eigen", self.failure_eigen))
+        else:
+            object.__setattr__(self, "failure_eigen", 0.0)
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+
+    # -- privacy ----------------------------------------------------------------------------
+
+    @property
+    def gptr(self) -> GeneralizedPTR:
+        return GeneralizedPTR(epsilon=self.epsilon_ops, delta=self.delta_ops,
+                              test_epsilon=self.epsilon_eigen + self.epsilon_norm, test_delta=self.failure_eigen,
+                              false_pass=self.failure_eigen + self.failure_norm)
+
+    @property
+    def privacy(self) -> ApproxDP:
+        """(eps_1 + eps_2 + eps_ops, delta_ops + 2 p_1 + p_2)-DP, add/remove neighbours (KRW Thm 6.1)."""
+        return self.gptr.privacy
+
+    @property
+    def eigen_bound(self) -> LaplaceBound | None:
+        if self.epsilon_eigen == 0:
+            return None
+        return LaplaceBound(self.x_bound ** 2, self.epsilon_eigen, self.failure_eigen, "lower")
+
+    def norm_bound(self, sensitivity: float) -> LaplaceBound:
+        return LaplaceBound(sensitivity, self.epsilon_norm, self.failure_norm, "upper")
+
+    # -- numerics ---------------------------------------------------------------------------
+
+    def statistics(self, X: np.ndarray, y: np.ndarray) -> OPSStatistics:
+        """lambda_min(X^T X), u(X), theta_hat and chol(H) of already-clipped data."""
+        lam_min = float(max(np.linalg.eigvalsh(X.T @ X)[0], 0.0)) if X.shape[0] else 0.0
+        theta, chol = ridge_solution(X, y, self.alpha)
+        log_norm = math.log(self.y_bound + self.x_bound * float(np.linalg.norm(theta)))
+        return OPSStatistics(lam_min, log_norm, theta, chol)
+
+    def test(self, stats: OPSStatistics, rng: np.random.Generator, size=None) -> OPSPTRTestRelease:
+        """Steps 1-5, vectorised over ``size`` independent runs of the test."""
+        eigen = self.eigen_bound
+        if eigen is None:
+            lam_lower = np.zeros(() if size is None else size)
+        else:
+            lam_lower = np.maximum(eigen.release(stats.lambda_min, rng, size=size), 0.0)
+        h = np.maximum(self.alpha, self.alpha + lam_lower - self.x_bound ** 2)
+        sensitivity = np.log1p(self.x_bound ** 2 / h)
+        # Lap(s/eps_2) + (s/eps_2) ln(1/(2 p_2)) with a per-draw sensitivity s
+        b = sensitivity / self.epsilon_norm
+        u_upper = stats.log_norm + rng.laplace(0.0, 1.0, size=size) * b + b * math.log(1 / (2 * self.failure_norm))
+        mu = self.x_bound ** 2 / h
+        rho = math.sqrt(self.gamma) * np.exp(u_upper) * (1 + self.x_bound ** 2 / h)
+        passed = ops_passes(self.epsilon_ops, mu, rho, self.delta_ops, self.mode)
+        if size is None:
+            return OPSPTRTestRelease(float(lam_lower), float(u_upper), float(mu), float(rho), bool(passed))
+        return OPSPTRTestRelease(lam_lower, u_upper, mu, rho, passed)
+
+    def run(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> PTRResult:
+        """One OPS-PTR run on clipped data: ``PTRResult(theta or BOTTOM, passed, test release)``."""
+        stats = self.statistics(X, y)
+
+        def test(_data, test_rng):
+            release = self.test(stats, test_rng)
+            return release.passed, release
+
+        def release(_data, _info, mech_rng):
+            return sample_ops(stats.theta_hat, stats.chol, self.gamma, mech_rng)
+
+        return self.gptr.run((X, y), test, release, rng)
+
+
+def _delta_split(delta: float, with_eigen: bool) -> tuple[float, float, float]:
+    """(delta_ops, p_1, p_2) with delta_ops + 2 p_1 + p_2 = delta."""
+    if with_eigen:
+        return delta / 2, delta / 8, delta / 4
+    return delta / 2, 0.0, delta / 2
+
+
+class OPSPTRRegressor(PrivateLinearRegressor):
+    """OPS-PTR as a scikit-learn regressor: (epsilon, delta)-DP whatever the data (KRW Sec. 6.1, Thm 6.1).
+
+    Parameters
+    ----------
+    epsilon, delta : the total privacy of one fit (add/remove neighbours).
+    alpha, gamma : the proposal phi: ridge strength and OPS inverse temperature.
+    eigen_fraction, norm_fraction : shares of ``epsilon`` for the private lower bound on
+        lambda_min(X^T X) (0 skips it) and the private upper bound on log(B_y + B_x ||theta_hat||);
+        the rest goes to OPS. ``delta`` is split as delta_ops = delta/2, p_1 = delta/8,
+        p_2 = delta/4 (delta/2 and delta/2 without the eigenvalue bound).
+    x_bound, y_bound : public bounds B_x, B_y (inputs are clipped, module docstring).
+    mode : "exact" (numerical OPS profile) or "safe" (closed form) for the test.
+
+    Fitted attributes: ``coef_`` (the posterior sample, or zeros when refused), ``refused_``
+    (True when the test failed: the output is ⊥ and the model predicts 0, the centre of the label
+    range), ``test_release_`` (:class:`OPSPTRTestRelease`, private), ``intercept_`` = 0.
+    """
+
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, alpha: float = 100.0, gamma: float = 1.0,
+                 eigen_fraction: float = 0.1, norm_fraction: float = 0.3, x_bound: float = 1.0, y_bound: float = 1.0,
+                 mode: str = "exact", random_state=None) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.gamma = gamma
+        self.eigen_fraction = eigen_fraction
+        self.norm_fraction = norm_fraction
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.mode = mode
+        self.random_state = random_state
+
+    def mechanism(self) -> OPSPTR:
+        """The OPS-PTR description these parameters define (validates them)."""
+        self._check_common()
+        fe = check.real("eigen_fraction", self.eigen_fraction)
+        fn = check.real("norm_fraction", self.norm_fraction)
+        if not (0 <= fe < 1 and 0 < fn < 1 and fe + fn < 1):
+            raise ValueError("eigen_fraction in [0, 1) and norm_fraction in (0, 1) must sum to less than 1, got "
+                             f"eigen_fraction={self.eigen_fraction!r}, norm_fraction={self.norm_fraction!r}")
+        delta_ops, p1, p2 = _delta_split(self.delta, fe > 0)
+        return OPSPTR(alpha=check.positive("alpha", self.alpha), gamma=check.positive("gamma", self.gamma),
+                      epsilon_eigen=fe * self.epsilon, epsilon_norm=fn * self.epsilon,
+                      epsilon_ops=(1 - fe - fn) * self.epsilon, delta_ops=delta_ops, failure_eigen=p1,
+                      failure_norm=p2, x_bound=self.x_bound, y_bound=self.y_bound, mode=self.mode)
+
+    @property
+    def privacy(self) -> ApproxDP:
+        """The privacy of one fit: an upper bound, (epsilon, delta)-DP up to rounding."""
+        return self.mechanism().privacy
+
+    def fit(self, X, y):
+        mech = self.mechanism()
+        Xc, yc = self._prepare(X, y)
+        result = mech.run(Xc, yc, self._rng())
+        self.refused_ = result.output is BOTTOM
+        self.test_release_ = result.test_release
+        self.coef_ = np.zeros(Xc.shape[1]) if self.refused_ else np.asarray(result.output)
+        self.intercept_ = 0.0
+        return self

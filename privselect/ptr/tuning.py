@@ -1,0 +1,380 @@
+"""Tuning OPS-PTR privately: geometric K, KRW Thm 5.2 certificates, and the Liu-Talwar bound.
+
+Generalized PTR gives one (eps_Q, delta_Q) point per run (KRW Thm 6.1), so the RDP selection
+bounds do not apply. Two certificates for "run OPS-PTR K ~ Geometric times with i.i.d. proposals
+and release the best":
+
+* **profile** (KRW Thm 5.2, eta = 1): :func:`privselect.certify` applied to the run's mechanism
+  description. :func:`profile_run_budget` finds the largest per-run eps_Q whose certificate
+  meets the target, with delta_Q = delta / (2 E[K]).
+* **Liu-Talwar** (:func:`liu_talwar_certificate`): the (eps, delta) random-stopping bound of
+  Liu & Talwar (2019), the baseline KRW Sec. 6.1 compare against. It needs a far smaller
+  delta_Q (about (delta / T)^2 / 8 with T = E[K] log(2/delta)), which is what costs utility.
+
+:class:`TunedOPSPTRRegressor` runs the whole procedure with
+:class:`~privselect.tuning.PrivateTuner`: the score of a run is the sum over the training
+records of min((y - clip(x.theta, +-B_y))^2, c B_y^2) (add/remove sensitivity c B_y^2, c =
+``score_clip``; the private n is not used) plus Laplace noise added by the tuner; a refused run
+(⊥) scores +inf and adds no noise; only the winner is released, and K is not.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import clone
+
+from .. import _validation as check
+from ..mechanisms import ApproxDP, Laplace, compose
+from ..selection import Geometric, TruncatedNegativeBinomial, certify
+from ..selection.certificate import Certificate
+from ..space import Choice
+from ..tuning import PrivateTuner
+from .ops import ops_gamma
+from .regression import MODES, OPSPTRRegressor, PrivateLinearRegressor
+
+__all__ = ["LiuTalwarCertificate", "liu_talwar_certificate", "liu_talwar_run_budget", "RunBudget",
+           "profile_run_budget", "ops_ptr_candidates", "default_alphas", "TunedOPSPTRRegressor", "ACCOUNTINGS"]
+
+ACCOUNTINGS = ("profile", "liu-talwar")
+
+
+# ----------------------------------------------------------------------------------------
+# Liu-Talwar
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LiuTalwarCertificate:
+    """(epsilon, delta) of "best of K ~ Geometric(gamma) runs" by Liu & Talwar's (eps, delta) bound.
+
+    ``implied_by`` names the proved result that makes the stated bound valid here (see
+    :func:`liu_talwar_certificate`).
+    """
+
+    epsilon: float
+    delta: float
+    base_epsilon: float
+    base_delta: float
+    mean: float
+    horizon: float
+    delta2: float
+    bound: str = "Liu-Talwar 2019, random stopping with an (eps, delta)-DP base (KRW Sec. 6.1: 'Thm 3.5')"
+    implied_by: str = "KRW Cor. 5.4 (as its App. C.2 proof gives it: (3 eps + 2 delta/gamma, delta/gamma))"
+
+
+def _geometric_gamma(k) -> float:
+    if not (isinstance(k, TruncatedNegativeBinomial) and k.eta == 1.0):
+        raise ValueError(f"k must be ps.Geometric(...) (truncated negative binomial with eta=1), got {k!r}")
+    return float(k.gamma)
+
+
+def liu_talwar_certificate(base_epsilon: float, base_delta: float, k, delta2: float) -> LiuTalwarCertificate:
+    """Liu & Talwar (2019)'s bound for random stopping over an (eps_Q, delta_Q)-DP base, K ~ Geometric(gamma).
+
+    Statement used, as KRW Sec. 6.1 cite it ("Thm 3.5") and the design notes recall it: with
+    T = log(1/delta2)/gamma the selection is
+
+        (3 eps_Q + 3 sqrt(2 delta_Q),  sqrt(2 delta_Q) T + delta2)-DP.
+
+    The primary text (arXiv 1811.07971, Sec. 3) could not be read here, so the statement is not
+    trusted on its own: it is used only where a proved result implies it. KRW Thm 5.2 with
+    eps_1 = eps_Q gives, exactly as the App. C.2 proof of KRW Cor. 5.4 computes it,
+    (3 eps_Q + 2 delta_Q/gamma, delta_Q/gamma)-DP for eta = 1 (the printed corollary omits the
+    factor eta + 1 = 2 on delta/gamma). That pair is at least as strong as the one above whenever
+    3 sqrt(2 delta_Q) >= 2 delta_Q/gamma and sqrt(2 delta_Q) T + delta2 >= delta_Q/gamma, which
+    holds for every delta_Q <= 4.5 gamma^2 (the regime of tuning, delta_Q ~ 1e-17); outside it this
+    function raises ``ValueError``. So the returned (epsilon, delta) is a valid certificate for
+    privselect's untruncated geometric K whether or not Liu & Talwar state it for a K truncated
+    at T; ``tests/test_ptr.py`` also checks it numerically against :func:`privselect.certify`.
+    """
+    base_epsilon = check.nonnegative("base_epsilon", base_epsilon)
+    base_delta = check.real("base_delta", base_delta)
+    if not 0 <= base_delta < 1:
+        raise ValueError(f"base_delta must be in [0, 1), got {base_delta!r}")
+    delta2 = check.open_unit("delta2", delta2)
+    gamma = _geometric_gamma(k)
+    horizon = math.log(1 / delta2) / gamma
+    root = math.sqrt(2 * base_delta)
+    epsilon, delta = 3 * base_epsilon + 3 * root, root * horizon + delta2
+    if not (3 * root >= 2 * base_delta / gamma and delta >= base_delta / gamma):
+        raise ValueError(f"base_delta={base_delta!r} is outside the regime (base_delta <= 4.5 gamma^2) where the "
+                         "Liu-Talwar statement is implied by KRW Cor. 5.4; it is not certified here")
+    return LiuTalwarCertificate(epsilon=epsilon, delta=delta, base_epsilon=base_epsilon, base_delta=base_delta,
+                                mean=float(k.mean), horizon=horizon, delta2=delta2)
+
+
+def liu_talwar_run_budget(epsilon: float, delta: float, k) -> tuple[float, float, float]:
+    """(eps_Q, delta_Q, delta2) with :func:`liu_talwar_certificate` <= (epsilon, delta).
+
+    delta2 = delta/2 and sqrt(2 delta_Q) T = delta/2; eps_Q = (epsilon - 3 sqrt(2 delta_Q))/3.
+    """
+    epsilon = check.positive("epsilon", epsilon)
+    delta = check.open_unit("delta", delta)
+    _geometric_gamma(k)
+    delta2 = delta / 2
+    horizon = math.log(1 / delta2) / _geometric_gamma(k)
+    root = (delta - delta2) / horizon
+    base_delta = root * root / 2
+    base_epsilon = (epsilon - 3 * root) / 3
+    for _ in range(50):  # shave for rounding, then verify
+        cert = liu_talwar_certificate(base_epsilon, base_delta, k, delta2)
+        if cert.epsilon <= epsilon and cert.delta <= delta:
+            return base_epsilon, base_delta, delta2
+        base_epsilon *= 1 - 1e-12
+        base_delta *= 1 - 1e-9
+    raise ArithmeticError("could not meet the Liu-Talwar target")  # pragma: no cover
+
+
+# ----------------------------------------------------------------------------------------
+# Per-run budgets
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunBudget:
+    """The privacy of ONE tuning run and the certificate it yields for the whole selection.
+
+    ``epsilon``/``delta``: the run (OPS-PTR plus the Laplace score), pointwise; ``ptr_epsilon``:
+    the OPS-PTR part; ``score_epsilon``: the score's Laplace noise; ``certificate_epsilon``,
+    ``certificate_delta``: what the accounting certifies for the selection.
+    """
+
+    accounting: str
+    epsilon: float
+    delta: float
+    ptr_epsilon: float
+    score_epsilon: float
+    mean_k: float
+    certificate_epsilon: float
+    certificate_delta: float
+
+
+def _run_mechanism(ptr_epsilon: float, score_epsilon: float, delta_q: float):
+    """One run: OPS-PTR (pointwise, KRW Thm 6.1) then the Laplace score (its privacy does not depend on the sensitivity)."""
+    return compose(ApproxDP(ptr_epsilon, delta_q), Laplace(1.0 / score_epsilon))
+
+
+@functools.lru_cache(maxsize=256)
+def profile_run_budget(epsilon: float, delta: float, mean_k: float, score_fraction: float = 0.1) -> RunBudget:
+    """Largest per-run eps_Q (delta_Q = delta/(2 mean_k)) whose KRW Thm 5.2 certificate is <= epsilon.
+
+    The run is described as compose(ApproxDP((1-f) eps_Q, delta_Q), Laplace score with eps f eps_Q),
+    exactly what :class:`TunedOPSPTRRegressor` hands the tuner; bisection on eps_Q with
+    :func:`privselect.certify` (profile family, K ~ Geometric(mean=mean_k)).
+    """
+    epsilon = check.positive("epsilon", epsilon)
+    delta = check.open_unit("delta", delta)
+    f = check.open_unit("score_fraction", score_fraction)
+    if not check.positive("mean_k", mean_k) > 1:
+        raise ValueError(f"mean_k must be > 1, got {mean_k!r}")
+    k = Geometric(mean=mean_k)
+    delta_q = delta / (2 * mean_k)
+
+    def cert(eps_q: float) -> float:
+        try:
+            return certify(_run_mechanism((1 - f) * eps_q, f * eps_q, delta_q), k, delta,
+                           method="profile").epsilon
+        except ValueError:
+            return math.inf
+
+    lo, hi = 0.0, epsilon  # the selection is never more private than one run
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if cert(mid) <= epsilon * (1 - 1e-9):
+            lo = mid
+        else:
+            hi = mid
+    if lo == 0.0:
+        raise ValueError(f"no per-run budget meets ({epsilon}, {delta}) with E[K] = {mean_k}")
+    return RunBudget("profile", lo, delta_q, (1 - f) * lo, f * lo, float(mean_k), cert(lo), delta)
+
+
+def _liu_talwar_budget(epsilon: float, delta: float, mean_k: float, score_fraction: float) -> RunBudget:
+    f = check.open_unit("score_fraction", score_fraction)
+    k = Geometric(mean=mean_k)
+    eps_q, delta_q, delta2 = liu_talwar_run_budget(epsilon, delta, k)
+    cert = liu_talwar_certificate(eps_q, delta_q, k, delta2)
+    return RunBudget("liu-talwar", eps_q, delta_q, (1 - f) * eps_q, f * eps_q, float(mean_k), cert.epsilon, cert.delta)
+
+
+# ----------------------------------------------------------------------------------------
+# Candidates and the tuned estimator
+# ----------------------------------------------------------------------------------------
+
+#: Default proposal grid. alpha = s * B_x^2 log(2/delta_ops)/eps_ops for s in DEFAULT_ALPHA_SCALES: the
+#: leverage term mu log(2/delta_ops) of the OPS loss (mu <= B_x^2/alpha) then takes a fixed share
+#: 1/s of eps_ops whatever the budget; residual bounds in units of B_y.
+DEFAULT_ALPHA_SCALES = (2.0, 4.0, 8.0, 16.0)
+DEFAULT_RESIDUALS = (2.0, 3.0, 5.0, 8.0)
+
+
+def default_alphas(epsilon_ops: float, delta_ops: float, x_bound: float = 1.0) -> tuple[float, ...]:
+    """The default (data-independent) ridge grid for an OPS budget (eps_ops, delta_ops)."""
+    unit = x_bound ** 2 * math.log(2 / delta_ops) / epsilon_ops
+    return tuple(s * unit for s in DEFAULT_ALPHA_SCALES)
+
+
+@functools.lru_cache(maxsize=4096)
+def _gamma_for(alpha: float, residual: float, epsilon_ops: float, delta_ops: float, x_bound: float, mode: str):
+    return ops_gamma(x_bound ** 2 / alpha, residual, epsilon_ops, delta_ops, mode)
+
+
+def ops_ptr_candidates(template: OPSPTRRegressor, alphas, residuals) -> list[dict]:
+    """The data-independent proposal grid: (alpha, gamma(alpha, R)) for alpha x R in ``alphas x residuals``.
+
+    gamma(alpha, R) is the largest gamma that passes the OPS test when lambda_min bound = 0 and the
+    residual bound is R, i.e. the proposal "the residual scale (B_y + B_x ||theta_hat||)(1 + B_x^2/h)
+    is at most R". A function of public quantities only (the template's budget and bounds), so
+    the candidate distribution (uniform over this list) is data-independent. Proposals with no
+    feasible gamma are omitted.
+    """
+    mech = template.mechanism()
+    out = []
+    for a in alphas:
+        for r in residuals:
+            g = _gamma_for(float(a), float(r), mech.epsilon_ops, mech.delta_ops, mech.x_bound, mech.mode)
+            if g > 0:
+                out.append({"alpha": float(a), "gamma": float(g), "residual": float(r)})
+    return out
+
+
+def _score(estimator: PrivateLinearRegressor, X: np.ndarray, y: np.ndarray, y_bound: float, clip: float) -> float:
+    """Sum of min((y - clip(x.theta, +-B_y))^2, clip): add/remove sensitivity ``clip`` for a fixed theta."""
+    pred = np.clip(X @ estimator.coef_, -y_bound, y_bound)
+    return float(np.minimum((y - pred) ** 2, clip).sum())
+
+
+class _Trainer:
+    """train(params, data, rng) for the tuner (picklable): one OPS-PTR fit and its raw score."""
+
+    def __init__(self, template: OPSPTRRegressor, clip: float) -> None:
+        self.template = template
+        self.clip = clip
+
+    def __call__(self, params, data, rng):
+        X, y = data
+        proposal = params["proposal"]
+        est = clone(self.template).set_params(alpha=proposal["alpha"], gamma=proposal["gamma"],
+                                              random_state=rng)
+        est.fit(X, y)
+        if est.refused_:
+            return math.inf, None  # ⊥: worst score, no noise, nothing released
+        return _score(est, X, y, self.template.y_bound, self.clip), est
+
+
+class TunedOPSPTRRegressor(PrivateLinearRegressor):
+    """OPS-PTR with its proposal tuned privately (KRW Sec. 6.1): (epsilon, delta)-DP overall.
+
+    K ~ Geometric(mean=``mean_k``) runs of :class:`~privselect.ptr.regression.OPSPTRRegressor`, each
+    with a proposal drawn uniformly from the data-independent grid :func:`ops_ptr_candidates`
+    (``alphas`` x ``residuals``, in units of B_x^2 and B_y; ``alphas=None`` scales the ridge grid
+    with the OPS budget, :func:`default_alphas`), scored by the noisy clipped sum of squared
+    errors; only the best run is released (:class:`~privselect.tuning.PrivateTuner`).
+
+    ``accounting="profile"`` calibrates the per-run budget with KRW Thm 5.2
+    (:func:`profile_run_budget`); ``"liu-talwar"`` with Liu & Talwar's bound
+    (:func:`liu_talwar_run_budget`). Either way the released model is (epsilon, delta)-DP; the
+    two differ in how much budget each run gets. Of a run's eps_Q, ``score_fraction`` goes to the
+    score's Laplace noise and the rest to OPS-PTR, split by ``eigen_fraction`` and
+    ``norm_fraction`` as in :class:`~privselect.ptr.regression.OPSPTRRegressor`. ``eigen_fraction``
+    defaults to 0 here: with bounded features and an intercept column lambda_min(X^T X) is
+    usually far below B_x^2 plus the bound's margin (B_x^2/eps_1) ln(1/(2 p_1)), so the private
+    eigenvalue bound cannot raise h~ above alpha and its budget is better spent on OPS.
+
+    Fitted: ``coef_`` (zeros if every run refused), ``refused_``, ``best_params_``,
+    ``run_budget_`` (:class:`RunBudget`), ``certificate_`` (the tuner's Thm 5.2
+    :class:`~privselect.Certificate` for the budget used) and, for Liu-Talwar accounting,
+    ``liu_talwar_certificate_``.
+    """
+
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, mean_k: float = 10.0,
+                 accounting: str = "profile", alphas: tuple | None = None, residuals: tuple | None = None,
+                 eigen_fraction: float = 0.0, norm_fraction: float = 0.3, score_fraction: float = 0.1,
+                 score_clip: float = 1.0, x_bound: float = 1.0, y_bound: float = 1.0, mode: str = "exact",
+                 random_state=None) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.mean_k = mean_k
+        self.accounting = accounting
+        self.alphas = alphas
+        self.residuals = residuals
+        self.eigen_fraction = eigen_fraction
+        self.norm_fraction = norm_fraction
+        self.score_fraction = score_fraction
+        self.score_clip = score_clip
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.mode = mode
+        self.random_state = random_state
+
+    def run_budget(self) -> RunBudget:
+        """The per-run budget the accounting allows (data-independent)."""
+        self._check_common()
+        if self.accounting not in ACCOUNTINGS:
+            raise ValueError(f"accounting must be one of {ACCOUNTINGS}, got {self.accounting!r}")
+        mean_k = check.positive("mean_k", self.mean_k)
+        if not mean_k > 1:
+            raise ValueError(f"mean_k must be > 1, got {self.mean_k!r}")
+        if self.accounting == "profile":
+            return profile_run_budget(float(self.epsilon), float(self.delta), float(mean_k),
+                                      float(self.score_fraction))
+        return _liu_talwar_budget(float(self.epsilon), float(self.delta), float(mean_k), float(self.score_fraction))
+
+    def _template(self, budget: RunBudget) -> OPSPTRRegressor:
+        return OPSPTRRegressor(epsilon=budget.ptr_epsilon, delta=budget.delta, eigen_fraction=self.eigen_fraction,
+                               norm_fraction=self.norm_fraction, x_bound=self.x_bound, y_bound=self.y_bound,
+                               mode=self.mode)
+
+    def candidates(self) -> list[dict]:
+        """The proposal grid for these parameters (data-independent)."""
+        budget = self.run_budget()
+        template = self._template(budget)
+        residuals = DEFAULT_RESIDUALS if self.residuals is None else tuple(self.residuals)
+        for name, values in (("alphas", () if self.alphas is None else tuple(self.alphas)), ("residuals", residuals)):
+            if (name == "residuals" or self.alphas is not None) and (
+                    not values or any(not (isinstance(v, (int, float)) and v > 0) for v in values)):
+                raise ValueError(f"{name} must be a non-empty sequence of positive numbers, got {values!r}")
+        if self.alphas is None:
+            mech = template.mechanism()
+            alphas = default_alphas(mech.epsilon_ops, mech.delta_ops, self.x_bound)
+        else:
+            alphas = tuple(a * self.x_bound ** 2 for a in self.alphas)
+        return ops_ptr_candidates(template, alphas, [r * self.y_bound for r in residuals])
+
+    def fit(self, X, y):
+        budget = self.run_budget()
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        candidates = self.candidates()
+        if not candidates:
+            raise ValueError("no proposal in the grid can pass the OPS test at this budget: "
+                             "add larger alphas or larger residuals")
+        Xc, yc = self._prepare(X, y)
+        template = self._template(budget)
+        seed = self.random_state
+        if isinstance(seed, np.random.Generator):
+            seed = int(seed.integers(2 ** 63))
+        elif seed is not None:
+            seed = int(np.random.default_rng(seed).integers(2 ** 63))
+        clip = check.positive("score_clip", self.score_clip) * self.y_bound ** 2
+        tuner = PrivateTuner(_Trainer(template, clip), {"proposal": Choice(candidates)}, privacy=template.privacy,
+                             k=Geometric(mean=budget.mean_k), delta=self.delta, direction="minimize", seed=seed,
+                             backend="sequential",
+                             score_noise=Laplace(1.0 / budget.score_epsilon, sensitivity=clip))
+        result = tuner.run((Xc, yc))
+        winner = result.best_output
+        self.run_budget_ = budget
+        self.certificate_: Certificate = result.certificate
+        if self.accounting == "liu-talwar":
+            k = Geometric(mean=budget.mean_k)
+            _, _, delta2 = liu_talwar_run_budget(float(self.epsilon), float(self.delta), k)
+            self.liu_talwar_certificate_ = liu_talwar_certificate(budget.epsilon, budget.delta, k, delta2)
+        self.refused_ = winner is None
+        self.best_params_ = None if winner is None else {"alpha": winner.alpha, "gamma": winner.gamma}
+        self.coef_ = np.zeros(Xc.shape[1]) if winner is None else winner.coef_
+        self.intercept_ = 0.0
+        return self

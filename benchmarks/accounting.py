@@ -15,8 +15,6 @@ as ratios against privselect PRV, and the time of 10^5 delta(eps) queries on a b
 from __future__ import annotations
 
 import logging
-import math
-import time
 
 import numpy as np
 

@@ -85,3 +85,22 @@ def delta_array(name: str, value: object) -> np.ndarray:
     if ((arr <= 0) | (arr >= 1)).any():
         raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
     return arr
+
+
+def in_range(name: str, value: object, low: float, high: float, *, high_open: bool = False) -> float:
+    """A real number in [low, high] (or [low, high) with ``high_open``)."""
+    v = real(name, value)
+    if not (low <= v and (v < high if high_open else v <= high)):
+        raise ValueError(f"{name} must be in [{low:g}, {high:g}{')' if high_open else ']'}, got {value!r}")
+    return v
+
+
+def delta_scalar(name: str, value: object) -> float:
+    """One target delta: a single number (not an array) in the open interval (0, 1)."""
+    arr = real_array(name, value)
+    if arr.ndim != 0:
+        raise TypeError(f"{name} must be a single number in (0, 1), got an array of shape {arr.shape}")
+    v = float(arr)
+    if not 0 < v < 1:
+        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
+    return v

@@ -12,14 +12,105 @@ import json
 import math
 import sys
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 from . import __version__
+from . import _validation as check
 from .accounting import METHODS, CertificationError, privacy_profile
 from .mechanisms import Gaussian, Laplace, Mechanism
 
 DEFAULT_RATE = 256 / 60000
 DEFAULT_STEPS = math.ceil(60 / DEFAULT_RATE)  # 60 epochs = 14063 steps
+
+
+# -- flag values -------------------------------------------------------------------------
+# Every numeric flag is parsed and range-checked by argparse with the library's own checks, so
+# an error names the flag ("argument --steps: ...") rather than the library parameter it feeds
+# (--steps is ``k`` of ``Mechanism.compose``). Constraints that tie several flags together are
+# checked by the library; those errors are prefixed with the flags involved (``_flag_context``).
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _integer(text: str) -> int | float:
+    """An integer; also '1e3' (checked to be integral by the range check)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _flag(parse: Callable[[str], object], validate: Callable[[str, object], object]) -> Callable[[str], object]:
+    """argparse ``type=``: parse the text, then validate it with a ``privselect._validation`` check."""
+
+    def convert(text: str) -> object:
+        value = parse(text)
+        try:
+            return validate("value", value)
+        except (TypeError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = getattr(validate, "__name__", "value")
+    return convert
+
+
+def _finite(name: str, value: object) -> float:
+    v = check.real(name, value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def _whole(value: object) -> object:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _nonnegative_int(name: str, value: object) -> int:
+    value = _whole(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    return value
+
+
+def _jobs(name: str, value: object) -> int:
+    value = _whole(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not (value >= 1 or value == -1):
+        raise ValueError(f"{name} must be an integer >= 1, or -1 (all cores), got {value!r}")
+    return value
+
+
+_POSITIVE = _flag(_number, check.positive)
+_FLAG_TYPES = {
+    "noise_multiplier": _POSITIVE,
+    "scale": _POSITIVE,
+    "rate": _flag(_number, check.half_open_unit),
+    "steps": _flag(_integer, check.positive_int),
+    "delta": _flag(_number, check.open_unit),
+    "mean": _flag(_number, check.positive),
+    "eta": _flag(_number, _finite),
+    "n": _flag(_integer, check.positive_int),
+    "seed": _flag(_integer, _nonnegative_int),
+    "n_jobs": _flag(_integer, _jobs),
+}
+
+
+def _flag_context(flags: str, action: Callable[[], object]) -> object:
+    """Run ``action``; a ValueError/TypeError from the library is re-raised prefixed with ``flags``."""
+    try:
+        return action()
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, CertificationError):
+            raise
+        raise ValueError(f"{flags}: {exc}") from None
 
 
 def _mechanism_from_args(args: argparse.Namespace) -> Mechanism:
@@ -33,7 +124,9 @@ def _mechanism_from_args(args: argparse.Namespace) -> Mechanism:
 
 
 def _certify(args: argparse.Namespace) -> int:
-    mechanism = _mechanism_from_args(args)
+    noise = f"--noise-multiplier {args.noise_multiplier:g}" if args.mechanism == "gaussian" else f"--scale {args.scale:g}"
+    mechanism = _flag_context(f"--mechanism {args.mechanism} {noise} --rate {args.rate:g} --steps {args.steps}",
+                              lambda: _mechanism_from_args(args))
     if args.k != "none":
         return _certify_selection(args, mechanism)
     methods = list(METHODS) if args.method == "all" else [args.method]
@@ -107,7 +200,9 @@ def _k_from_args(args: argparse.Namespace):
 def _certify_selection(args: argparse.Namespace, mechanism: Mechanism) -> int:
     from .selection import certify
 
-    cert = certify(mechanism, _k_from_args(args), args.delta)
+    extra = {"tnb": f" --eta {args.eta:g}", "binomial": f" --n {args.n}"}.get(args.k, "")
+    k = _flag_context(f"--k {args.k} --mean {args.mean:g}{extra}", lambda: _k_from_args(args))
+    cert = certify(mechanism, k, args.delta)
     print(f"mechanism of one run: {mechanism!r}")
     print(f"K: {cert.k!r} (mean {cert.k.mean:g}); only the best run is released")
     for family, value in cert.alternatives.items():
@@ -165,22 +260,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     cert = sub.add_parser("certify", help="certify the privacy of a mechanism (default: the DP-SGD example)")
     cert.add_argument("--mechanism", choices=["gaussian", "laplace"], default="gaussian")
-    cert.add_argument("--noise-multiplier", type=float, default=1.1, help="Gaussian noise multiplier (sigma)")
-    cert.add_argument("--scale", type=float, default=1.0, help="Laplace scale")
-    cert.add_argument("--rate", type=float, default=DEFAULT_RATE, help="Poisson sampling rate (1 = no sampling)")
-    cert.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="number of composed steps")
-    cert.add_argument("--delta", type=float, default=1e-5)
+    cert.add_argument("--noise-multiplier", type=_FLAG_TYPES["noise_multiplier"], default=1.1,
+                      help="Gaussian noise multiplier (sigma)")
+    cert.add_argument("--scale", type=_FLAG_TYPES["scale"], default=1.0, help="Laplace scale")
+    cert.add_argument("--rate", type=_FLAG_TYPES["rate"], default=DEFAULT_RATE,
+                      help="Poisson sampling rate (1 = no sampling)")
+    cert.add_argument("--steps", type=_FLAG_TYPES["steps"], default=DEFAULT_STEPS, help="number of composed steps")
+    cert.add_argument("--delta", type=_FLAG_TYPES["delta"], default=1e-5)
     cert.add_argument("--method", choices=[*METHODS, "all"], default="all")
     cert.add_argument("--k", choices=["none", "geometric", "logarithmic", "tnb", "poisson", "binomial"],
                       default="none", help="certify the best of K runs (default: one run)")
-    cert.add_argument("--mean", type=float, default=10.0, help="mean of K")
-    cert.add_argument("--eta", type=float, default=1.0, help="eta of the truncated negative binomial")
-    cert.add_argument("--n", type=int, default=100, help="n of the binomial")
+    cert.add_argument("--mean", type=_FLAG_TYPES["mean"], default=10.0, help="mean of K")
+    cert.add_argument("--eta", type=_FLAG_TYPES["eta"], default=1.0, help="eta of the truncated negative binomial")
+    cert.add_argument("--n", type=_FLAG_TYPES["n"], default=100, help="n of the binomial")
     cert.add_argument("--json", metavar="PATH", help="write the certificate as JSON")
     cert.set_defaults(run=_certify)
     demo = sub.add_parser("demo", help="tune DP-SGD on the digits data set privately and print the certificate")
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--n-jobs", type=int, default=1)
+    demo.add_argument("--seed", type=_FLAG_TYPES["seed"], default=0)
+    demo.add_argument("--n-jobs", type=_FLAG_TYPES["n_jobs"], default=1)
     demo.add_argument("--json", metavar="PATH", help="write the certificate as JSON")
     demo.set_defaults(run=_demo)
     exp = sub.add_parser("experiments", help="reproduce the paper's figures (from a source checkout)")

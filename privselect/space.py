@@ -84,9 +84,14 @@ class Choice(Distribution):
     options: tuple
 
     def __init__(self, options: Sequence[Any]) -> None:
-        opts = tuple(options)
+        if isinstance(options, (Mapping, set, frozenset)):
+            raise TypeError(f"Choice options must be an ordered sequence (list or tuple), got {type(options).__name__}")
+        try:
+            opts = tuple(options)
+        except TypeError:
+            raise TypeError(f"Choice options must be a list or tuple of values, got {type(options).__name__}") from None
         if not opts:
-            raise ValueError("Choice needs at least one option")
+            raise ValueError("Choice options must hold at least one option, got an empty sequence")
         object.__setattr__(self, "options", opts)
 
     def sample(self, rng: np.random.Generator) -> Any:

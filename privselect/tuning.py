@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from . import _validation as check
-from .accounting import privacy_profile
 from .accounting.profile import ErrorBudget, PrivacyProfile
 from .mechanisms import Gaussian, Laplace, Mechanism, compose
 from .selection import Binomial, Poisson, TruncatedNegativeBinomial
@@ -211,8 +210,8 @@ class PrivateTuner:
         if not isinstance(k, KDistribution):
             raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(k).__name__}")
         self.k = k
-        self.delta = float(check.delta_array("delta", delta))
-        if direction not in ("maximize", "minimize"):
+        self.delta = check.delta_scalar("delta", delta)
+        if not isinstance(direction, str) or direction not in ("maximize", "minimize"):
             raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
         self.direction = direction
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
@@ -221,7 +220,7 @@ class PrivateTuner:
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
             raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
         self.n_jobs = n_jobs
-        if backend not in BACKENDS:
+        if not isinstance(backend, str) or backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
         self.progress = bool(progress)

@@ -71,7 +71,7 @@ def test_certify_command_defaults_to_the_dpsgd_example(tmp_path, capsys):
 def test_certify_command_rejects_bad_flags(capsys):
     with pytest.raises(SystemExit):
         main(["certify", "--noise-multiplier", "-1"])
-    assert "noise_multiplier" in capsys.readouterr().err
+    assert "--noise-multiplier" in capsys.readouterr().err
 
 
 def test_certify_command_with_k_matches_certify(tmp_path, capsys):

@@ -4,26 +4,16 @@ import math
 
 import numpy as np
 import pytest
-from scipy import integrate, special, stats
+from scipy import special, stats
 
 import privselect as ps
+from privselect.audit import gaussian_report_noisy_max_pmf as gaussian_rnm_pmf
 from privselect.selection.rnm import (
     report_noisy_max,
     rnm_epsilon_closed_form,
     rnm_noise_mechanism,
     rnm_profile,
 )
-
-
-def gaussian_rnm_pmf(scores, sigma):
-    """P[argmax_i (scores_i + Z_i) = i], Z_i ~ N(0, sigma^2) i.i.d., by 1-d quadrature."""
-    scores = np.asarray(scores, dtype=float)
-    out = []
-    for i in range(scores.size):
-        others = np.delete(scores, i)
-        f = lambda t: stats.norm.pdf(t, scores[i], sigma) * np.prod(special.ndtr((t - others) / sigma))  # noqa: E731
-        out.append(integrate.quad(f, scores[i] - 12 * sigma, scores[i] + 12 * sigma, epsabs=1e-14, limit=200)[0])
-    return np.array(out)
 
 
 def hockey(a, b, eps):

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 import privselect as ps
 from privselect.accounting.profile import discrete_profile

@@ -699,15 +699,27 @@ class _Direction:
         lam_j = float(self.lam(np.array([j]))[0][0])
         v = g.v
         osc, terms = _oscillatory_sum(g.weighted, g.step, eps)
+        # Everything is scaled by e^{-v eps + Lambda(v)}, which overflows when eps lies far
+        # below the bulk of L (the smallest grid v is still too large there, e.g. mu ~ 3000 at
+        # eps << mu^2/2). Form each product in log space (no inf * 0 = NaN): a term whose
+        # factor is 0 stays 0, and the others become inf, so the upper bound is the trivial 1.
         log_scale = -v * eps + lam_j
-        scale = np.exp(log_scale) * g.step / math.pi
-        value = scale * osc
+        log_s = log_scale + math.log(g.step / math.pi)
+
+        def scaled(log_factor, x):
+            """e^{log_factor} * x (x >= 0 or an array of factors) without inf * 0."""
+            x = np.asarray(x, dtype=float)
+            with np.errstate(divide="ignore", over="ignore"):
+                return np.where(x > 0, np.exp(log_factor + np.log(np.where(x > 0, x, 1.0))), 0.0)
+
+        with np.errstate(over="ignore"):
+            value = np.sign(osc) * scaled(log_s, np.abs(osc))
         out["finite"][sel] += value
-        out["truncation"][sel] += np.exp(log_scale) / math.pi * g.truncation
-        out["phi_rounding"][sel] += scale * g.phi_rounding
-        out["phi_quadrature_estimate"][sel] += scale * g.phi_quadrature
-        out["sum_rounding"][sel] += scale * _EPS * (
-            (terms + 8) * g.sum_abs + 2 * np.abs(eps) * g.sum_abs_u
+        out["truncation"][sel] += scaled(log_scale - math.log(math.pi), g.truncation)
+        out["phi_rounding"][sel] += scaled(log_s, g.phi_rounding)
+        out["phi_quadrature_estimate"][sel] += scaled(log_s, g.phi_quadrature)
+        out["sum_rounding"][sel] += scaled(
+            log_s, _EPS * ((terms + 8) * g.sum_abs + 2 * np.abs(eps) * g.sum_abs_u)
         ) + np.abs(value) * 4 * _EPS * (np.abs(log_scale) + 4)
         out["aliasing"][sel] += self._aliasing(j, g.step, eps)
 
@@ -743,10 +755,15 @@ class _Direction:
             trivial = np.maximum(
                 -np.expm1(np.minimum(flat, 700.0)) - 4 * _EPS, self.inf_mass - terms["inf_mass_rounding"]
             )
-        upper = np.clip(est + err, 0.0, 1.0)
-        lower = np.clip(np.maximum(est - err - terms["aliasing"], trivial), 0.0, 1.0)
+        # Unresolvable (an error term or the estimate overflowed, see _contour; NaN cannot
+        # arise but is treated alike): only the trivial bounds m <= delta <= 1 remain.
+        lost = ~np.isfinite(est) | ~np.isfinite(err)
+        with np.errstate(invalid="ignore"):
+            upper = np.where(lost, 1.0, np.clip(est + err, 0.0, 1.0))
+            lower = np.where(lost, 0.0, np.clip(est - err - terms["aliasing"], 0.0, 1.0))
+        lower = np.clip(np.maximum(lower, trivial), 0.0, 1.0)
         upper = np.maximum(upper, lower)
-        est = np.clip(est, lower, upper)
+        est = np.clip(np.where(lost, upper, est), lower, upper)
         shape = e.shape
         return lower.reshape(shape), est.reshape(shape), upper.reshape(shape), terms
 

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -80,6 +81,28 @@ _SUBCELLS = 16
 _REFINED_CELLS = 2048
 #: Cells per quadrature panel for the truncated mean (GK15, adaptively bisected).
 _PANEL_CELLS = 128
+
+#: Smallest floating-point error bound one composition adds to the delta bracket: the cell
+#: masses of every step are normalised with relative error >= (log2(cells + 1) + 22) u, one
+#: cell at least (see :func:`_pmf_error`; hybrid argument over the steps).
+_FP_PER_COMPOSITION = (math.log2(2) + 22) * _U
+#: Largest total number of compositions: beyond it the floating-point part of delta_error alone
+#: is >= 1, so every delta bound is the trivial 1 and no epsilon can be certified (3.9e14).
+MAX_COMPOSITIONS = int(1 / _FP_PER_COMPOSITION)
+
+#: Documented ranges of the accuracy options (``PRVAccountant``), all in double precision:
+#: eps_error / rel_eps_error >= machine epsilon (a smaller slack is below the rounding of an
+#: epsilon of order 1; relative accuracy below it is not representable); eps_error <= log of
+#: the largest double (~709.8: an additive slack beyond it makes the bracket vacuous, e^eps
+#: overflows); target_delta, delta_error >= 1e-300 (far below the floating-point floor ~1e-14
+#: of any PRV bracket, and the internal splits delta_error / 8 / MAX_COMPOSITIONS of the
+#: default delta_error = target_delta / 1000 stay positive doubles: ~3e-319 > 5e-324).
+EPS_ERROR_RANGE = (float(np.finfo(float).eps), math.log(sys.float_info.max))
+REL_EPS_ERROR_RANGE = (float(np.finfo(float).eps), 1.0)  # [lo, 1)
+DELTA_OPTION_MIN = 1e-300  # target_delta and delta_error in [DELTA_OPTION_MIN, 1)
+#: Largest privacy loss (in absolute value, after truncation) of one step: squares of cell
+#: offsets (at most the loss range) summed over up to MAX_COMPOSITIONS steps stay finite.
+MAX_STEP_LOSS = math.sqrt(sys.float_info.max) / MAX_COMPOSITIONS
 
 # Gauss-Kronrod 7-15 (QUADPACK qk15): Kronrod nodes in [0, 1] and weights; Gauss weights on
 # the odd Kronrod nodes (indices 1, 3, 5, 7).
@@ -114,6 +137,10 @@ class PRVAccountant:
     ``(P0, (1-q) P0 + q P1)``, add: its swap) and the profile takes their maximum at query
     time; symmetric mechanisms are computed once.
 
+    At most :data:`MAX_COMPOSITIONS` (~3.9e14) compositions in total: the floating-point error
+    bound grows by at least 23 u (~2.6e-15) per composition, so beyond that count every delta
+    bound is 1 (in practice the floor reaches delta ~ 1e-5 near 1e8 compositions).
+
     Examples
     --------
     >>> import privselect as ps
@@ -129,16 +156,21 @@ class PRVAccountant:
         Additive eps slack of the bracket (GLW eq. (8)); the achieved value (reported in the
         profile's :class:`ErrorBudget`) never exceeds it. ``None``: ``rel_eps_error`` times
         an RDP upper bound on eps(``target_delta``) (at least 0.1), which keeps the relative
-        accuracy and the cost roughly independent of the mechanism.
+        accuracy and the cost roughly independent of the mechanism. Range: [2.2e-16 (machine
+        epsilon), 709.78 (log of the largest double)].
     delta_error:
         Additive delta slack for truncation, coupling and wrap-around (GLW Thm 5.5's
         ``delta_err``); floating-point error is added on top. ``None``: ``target_delta / 1000``.
+        Range: [1e-300, 1).
     target_delta:
-        The delta the profile will mostly be queried at; sets the defaults above.
+        The delta the profile will mostly be queried at; sets the defaults above. Range:
+        [1e-300, 1) (queries below the profile's floating-point floor, ~1e-14 and growing
+        with the number of compositions, raise ``CertificationError``).
     rel_eps_error:
-        Relative eps accuracy used when ``eps_error`` is None.
+        Relative eps accuracy used when ``eps_error`` is None. Range: [2.2e-16, 1).
     max_points:
         Largest FFT size (memory guard); a larger requirement raises ``ValueError``.
+
     """
 
     eps_error: float | None = None
@@ -149,11 +181,16 @@ class PRVAccountant:
 
     def __post_init__(self) -> None:
         if self.eps_error is not None:
-            object.__setattr__(self, "eps_error", check.positive("eps_error", self.eps_error))
+            lo, hi = EPS_ERROR_RANGE
+            object.__setattr__(self, "eps_error", check.in_range("eps_error", self.eps_error, lo, hi))
         if self.delta_error is not None:
-            object.__setattr__(self, "delta_error", check.open_unit("delta_error", self.delta_error))
-        object.__setattr__(self, "target_delta", check.open_unit("target_delta", self.target_delta))
-        object.__setattr__(self, "rel_eps_error", check.open_unit("rel_eps_error", self.rel_eps_error))
+            object.__setattr__(self, "delta_error",
+                               check.in_range("delta_error", self.delta_error, DELTA_OPTION_MIN, 1.0, high_open=True))
+        object.__setattr__(self, "target_delta",
+                           check.in_range("target_delta", self.target_delta, DELTA_OPTION_MIN, 1.0, high_open=True))
+        lo, hi = REL_EPS_ERROR_RANGE
+        object.__setattr__(self, "rel_eps_error",
+                           check.in_range("rel_eps_error", self.rel_eps_error, lo, hi, high_open=True))
         max_points = check.positive_int("max_points", self.max_points)
         if max_points < 1024:
             raise ValueError(f"max_points must be >= 1024, got {self.max_points!r}")
@@ -191,6 +228,13 @@ class PRVAccountant:
         start = time.perf_counter()
         parts = composed_losses(mechanism)
         total = sum(count for _, count in parts)
+        if total > MAX_COMPOSITIONS:
+            raise ValueError(
+                f"the PRV accountant supports at most {MAX_COMPOSITIONS:.3g} compositions, got "
+                f"{_count_text(total)}: its floating-point error bound grows by at least "
+                f"{_FP_PER_COMPOSITION:.2g} per composition, so every delta bound would be 1 (and the smallest "
+                "certifiable delta exceeds 1e-5 from ~1e8 compositions on); use fewer compositions (k, steps, "
+                "rounds) or method='rdp'")
         delta_error = self.delta_error if self.delta_error is not None else self.target_delta / 1000
         symmetric = all(losses.is_symmetric for losses, _ in parts)
         eps_target, eps_source = self._eps_target(mechanism, parts, symmetric)
@@ -225,6 +269,12 @@ class PRVAccountant:
             return self.eps_error, "given"
         scale, source = _epsilon_scale(mechanism, parts, symmetric, self.target_delta)
         return self.rel_eps_error * max(scale, 0.1), f"{self.rel_eps_error:g} x eps_{source}({self.target_delta:g})"
+
+
+def _count_text(count: int) -> str:
+    """A composition count for messages (Python ints may exceed the float range)."""
+    digits = str(count)
+    return digits if len(digits) <= 15 else f"~{digits[0]}.{digits[1:3]}e{len(digits) - 1}"
 
 
 def prv_profile(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
@@ -513,7 +563,7 @@ def _discretise(loss: PrivacyLoss, count: int, h: float, tails: _Tails, mean_tol
     n_cells = j_hi - j_lo + 1
     if n_cells > max_points:
         raise ValueError(
-            f"one {type(loss).__name__} step needs {n_cells} cells of width {h:.3g} (> max_points="
+            f"one {type(loss).__name__} step needs {float(n_cells):.4g} cells of width {h:.3g} (> max_points="
             f"{max_points}); use a larger eps_error or a smaller number of compositions")
     edges = (np.arange(j_lo, j_hi + 2) - 0.5) * h  # n_cells + 1 edges
     split = int(np.clip(round((tails.median - edges[0]) / h), 0, n_cells))
@@ -634,7 +684,10 @@ def _bennett_width(variance: float, bound: float, eta_side: float) -> float:
     """s with exp(-(V/b^2) phi(b s / V)) = eta_side, phi(u) = (1+u) log(1+u) - u (Bennett)."""
     if variance <= 0:
         return 0.0
-    c = bound * bound / variance * math.log(1 / eta_side)
+    # -log(eta) rather than log(1/eta): 1/eta overflows for subnormal eta.
+    c = bound * bound / variance * -math.log(eta_side)
+    if not (math.isfinite(c) and math.isfinite(variance) and math.isfinite(bound)):
+        return math.inf  # Bennett's bound is not computable in double precision: not used
     phi = lambda u: (1 + u) * math.log1p(u) - u - c  # noqa: E731
     hi = max(2.0 * math.sqrt(2 * c), 1.0)
     while phi(hi) < 0:
@@ -649,7 +702,7 @@ def _coupling(cells: Sequence[_Cells], h: float, eta0: float) -> tuple[float, fl
     variance = sum(c.count * c.second_moment for c in cells)
     bound = h / 2 + max(abs(c.shift) + c.mean_error for c in cells)
     deterministic = sum(c.count * (h / 2 + abs(c.shift) + c.mean_error) for c in cells)
-    hoeffding = h * math.sqrt(total * math.log(2 / eta0) / 2)
+    hoeffding = h * math.sqrt(total * (math.log(2) - math.log(eta0)) / 2)
     bennett = _bennett_width(variance, bound, eta0 / 2)
     best = min(hoeffding, bennett)
     if deterministic <= best:
@@ -673,7 +726,7 @@ def _planned_mesh(components, tails: Sequence[_Tails], eps_target: float, eta0: 
             else:
                 atom_var = 0.0
             variance += k * (atom_var + max(1.0 - atom_mass, 0.0) * 0.1 * h * h)
-        return min(_bennett_width(variance, 0.5 * h, eta0 / 2), h * math.sqrt(total * math.log(2 / eta0) / 2),
+        return min(_bennett_width(variance, 0.5 * h, eta0 / 2), h * math.sqrt(total * (math.log(2) - math.log(eta0)) / 2),
                    total * h / 2)
 
     h = eps_target / max(width(1.0), 1e-300) if width(1.0) > 0 else eps_target
@@ -824,7 +877,20 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
     total = sum(k for _, k in components)
     eta0, eta1, eta2 = 0.5 * delta_error, 0.25 * delta_error, 0.25 * delta_error
     tau = eta1 / (2 * total)
-    tails = [_find_tails(loss, tau) for loss, _ in components]
+    tails = []
+    for loss, _ in components:
+        try:
+            tl = _find_tails(loss, tau)
+        except ValueError as exc:
+            raise ValueError(f"the PRV accountant cannot truncate the privacy loss of one {type(loss).__name__} "
+                             f"step of the mechanism ({exc}); the mechanism is too far from private for a "
+                             "grid of losses (e.g. noise_multiplier too small); use method='rdp'") from None
+        extent = max(abs(tl.lower), abs(tl.upper))
+        if not extent <= MAX_STEP_LOSS:
+            raise ValueError(f"the PRV accountant supports privacy losses up to {MAX_STEP_LOSS:.3g} per step; one "
+                             f"{type(loss).__name__} step of the mechanism reaches {extent:.3g} (its squares, "
+                             "summed over the compositions, overflow double precision); use method='rdp'")
+        tails.append(tl)
     h = _planned_mesh(components, tails, eps_target, eta0)
     mean_tol = 0.005 * eps_target / total
     for _ in range(6):

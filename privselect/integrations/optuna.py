@@ -42,7 +42,7 @@ refused; use ``trial.suggest_categorical`` with the default ``RandomSampler`` in
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -159,12 +159,12 @@ class PrivateStudy:
             raise TypeError("privacy must be a Mechanism or a PrivacyProfile (the privacy of one trial)")
         if not isinstance(k, KDistribution):
             raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(k).__name__}")
-        if direction not in ("maximize", "minimize"):
+        if not isinstance(direction, str) or direction not in ("maximize", "minimize"):
             raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
             raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
         self.privacy, self.k, self.direction, self.seed = privacy, k, direction, seed
-        self.delta = float(check.delta_array("delta", delta))
+        self.delta = check.delta_scalar("delta", delta)
         self.study_name, self.adaptive, self.reveal_k = study_name, bool(adaptive), bool(reveal_k)
         self.accountant, self.accountant_options = accountant, dict(accountant_options or {})
         self._sampler_factory = self._check_sampler(optuna, sampler)

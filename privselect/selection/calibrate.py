@@ -62,7 +62,7 @@ def largest_mean(base: Mechanism | PrivacyProfile, target_epsilon: float, delta:
     ``ValueError`` when even ``min_mean`` misses the target.
     """
     target = check.positive("target_epsilon", target_epsilon)
-    delta = float(check.delta_array("delta", delta))
+    delta = check.delta_scalar("delta", delta)
     state = {"profile": privacy_profile(base, method=accountant, **accountant_options)}  # built once
 
     def excess(mean: float) -> float:
@@ -95,7 +95,7 @@ def smallest_noise_multiplier(rate: float, steps: int, target_epsilon: float, de
     rate = check.half_open_unit("rate", rate)
     steps = check.positive_int("steps", steps)
     target = check.positive("target_epsilon", target_epsilon)
-    delta = float(check.delta_array("delta", delta))
+    delta = check.delta_scalar("delta", delta)
 
     def excess(sigma: float) -> float:
         mech = Gaussian(sigma).poisson_subsample(rate).compose(steps) if rate < 1 else Gaussian(sigma).compose(steps)
@@ -143,6 +143,10 @@ class Cor62Thresholds:
     reference_mu: float
 
 
+#: Search range of the reference Gaussian's mu in :func:`cor62_thresholds`.
+_REFERENCE_MU_RANGE = (1e-6, 100.0)
+
+
 def cor62_thresholds(eps_q: float, delta: float, k: TruncatedNegativeBinomial, *, delta_q: float | None = None) -> Cor62Thresholds:
     """Thresholds of KRW Sec. 6.2 from a Gaussian reference profile calibrated to (eps_q, delta_q).
 
@@ -154,10 +158,16 @@ def cor62_thresholds(eps_q: float, delta: float, k: TruncatedNegativeBinomial, *
     if not isinstance(k, TruncatedNegativeBinomial):
         raise TypeError("Cor. 6.2 is stated for truncated negative binomial K")
     eps_q = check.positive("eps_q", eps_q)
-    delta = float(check.delta_array("delta", delta))
-    delta_q = delta if delta_q is None else float(check.delta_array("delta_q", delta_q))
+    delta = check.delta_scalar("delta", delta)
+    delta_q = delta if delta_q is None else check.delta_scalar("delta_q", delta_q)
     # mu of the Gaussian that is exactly (eps_q, delta_q)-DP: delta_mu(eps_q) increases in mu.
-    mu = optimize.brentq(lambda mu: float(gaussian_delta(eps_q, mu)) - delta_q, 1e-6, 100.0, xtol=1e-14)
+    gap = lambda mu: float(gaussian_delta(eps_q, mu)) - delta_q  # noqa: E731
+    mu_lo, mu_hi = _REFERENCE_MU_RANGE
+    if not (gap(mu_lo) < 0 < gap(mu_hi)):  # (also False on NaN)
+        raise ValueError(f"eps_q={eps_q:g} and delta_q={delta_q:g}: no reference Gaussian with mu in "
+                         f"[{mu_lo:g}, {mu_hi:g}] is exactly (eps_q, delta_q)-DP (the pair is outside the range "
+                         "this reference covers)")
+    mu = optimize.brentq(gap, mu_lo, mu_hi, xtol=1e-14)
     c = (1 - k.gamma) / k.gamma
     grid = np.linspace(0.0, max(4 * eps_q, 10.0), 40001)
     objective = np.logaddexp(grid, math.log(c) + np.log(np.maximum(gaussian_delta(grid, mu), 1e-320)))

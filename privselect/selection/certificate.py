@@ -81,8 +81,8 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
     """
     if not isinstance(k, KDistribution):
         raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(k).__name__}")
-    delta = float(check.delta_array("delta", delta))
-    if method is not None and method not in FAMILIES:
+    delta = check.delta_scalar("delta", delta)
+    if method is not None and (not isinstance(method, str) or method not in FAMILIES):
         raise ValueError(f"method must be one of {FAMILIES} or None, got {method!r}")
     mechanism = base.mechanism if isinstance(base, PrivacyProfile) else base
     families = FAMILIES if method is None else (method,)

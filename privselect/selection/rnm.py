@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -75,18 +76,53 @@ def rnm_noise_mechanism(noise: Gaussian | Laplace, monotone: bool = False) -> Ga
     return Laplace(noise.scale / factor, sensitivity=factor)
 
 
+_U = np.finfo(float).eps / 2  # unit roundoff of IEEE double
+#: Largest m**rounds: the largest double (the bound m^rounds * delta_rounds(eps) is below 1
+#: only where delta_rounds(eps) < 1 / m^rounds, i.e. below 5.6e-309 beyond it: no accountant
+#: certifies such deltas, and 1 / m^rounds is not even a normal double).
+_LOG_MAX_FACTOR = math.log(sys.float_info.max)
+
+
+def candidates_factor(m: int, rounds: int) -> float:
+    """m**rounds as a double rounded up (never below the exact integer); ValueError naming
+    ``m`` and ``rounds`` when it exceeds the largest double. Work: O(log rounds) big-int
+    multiplications of at most ~1024 bits."""
+    if m == 1:
+        return 1.0
+    # m >= 2^(bit_length - 1), so m**rounds >= 2^((bit_length - 1) * rounds): decide before computing.
+    if (m.bit_length() - 1) * rounds >= sys.float_info.max_exp:
+        exact = None
+    else:
+        exact = m**rounds
+        if exact > int(sys.float_info.max):
+            exact = None
+    if exact is None:
+        raise ValueError(
+            f"m**rounds = {m}**{rounds} (about e^{rounds * math.log(m):.6g}) exceeds the largest double "
+            f"(e^{_LOG_MAX_FACTOR:.6g}): the Report-Noisy-Max bound m^rounds * delta_rounds(eps) (KRW Thm 3.3) "
+            "is below 1 only where delta_rounds(eps) < 1/m**rounds < 5.6e-309, below every delta an accountant "
+            "certifies in double precision; use fewer rounds or fewer candidates m")
+    scale = float(exact)  # round to nearest; exact <= the largest double, so no overflow
+    if scale < exact:
+        scale = math.nextafter(scale, math.inf)
+    return scale
+
+
 def rnm_profile(noise: Gaussian | Laplace, m: int, *, rounds: int = 1, monotone: bool = False,
                 method: str = "prv", **accountant_options) -> PrivacyProfile:
     """Certified profile of ``rounds`` adaptive RNM releases among ``m`` candidates (KRW Thm 3.2, 3.3).
 
     delta(eps) <= min(1, m^rounds * delta_rounds(eps)), delta_rounds the profile of the
-    rounds-fold composition of :func:`rnm_noise_mechanism`.
+    rounds-fold composition of :func:`rnm_noise_mechanism`. m^rounds must not exceed the
+    largest double (~e^709.78; beyond it the bound is vacuous at every certifiable delta): a
+    larger value raises ``ValueError`` naming ``m`` and ``rounds``.
     """
     m = check.positive_int("m", m)
     rounds = check.positive_int("rounds", rounds)
+    scale = candidates_factor(m, rounds)
     base = privacy_profile(rnm_noise_mechanism(noise, monotone).compose(rounds), method=method, **accountant_options)
     theorem = "Koskela-Redberg-Wang 2024, Thm 3.2" if rounds == 1 else "Koskela-Redberg-Wang 2024, Thm 3.3"
-    curve = ScaledShiftedCurve(base, scale=float(m) ** rounds, label="rnm_candidates")
+    curve = ScaledShiftedCurve(base, scale=scale, label="rnm_candidates")
     return PrivacyProfile(curves=(curve,), method=f"rnm[{base.method}]", mechanism=base.mechanism,
                           description=f"Report-Noisy-Max of {m} candidates, {rounds} round(s); {theorem}",
                           metadata=(("theorem", theorem), ("m", m), ("rounds", rounds), ("monotone", monotone)))
@@ -94,11 +130,26 @@ def rnm_profile(noise: Gaussian | Laplace, m: int, *, rounds: int = 1, monotone:
 
 def rnm_epsilon_closed_form(noise_multiplier: float, m: int, delta: float) -> float:
     """KRW Cor. 3.4: Gaussian RNM (sensitivity 1, not monotone) is (eps, delta)-DP with
-    eps = 2/sigma^2 + (2/sigma) sqrt(2 log(m/delta))."""
+    eps = 2/sigma^2 + (2/sigma) sqrt(2 log(m/delta)).
+
+    Evaluated as (2/sigma) (1/sigma + sqrt(2 (log m - log delta))), which never
+    overflows in an intermediate step, and rounded up by 8 u relative (the ~9 operations,
+    each within 1 ulp, err by at most ~5 u) plus 8 subnormal ulps (results below 2.2e-308).
+    ``ValueError`` naming ``noise_multiplier`` when epsilon itself exceeds the largest double
+    (noise_multiplier below ~1e-154).
+    """
     sigma = check.positive("noise_multiplier", noise_multiplier)
     m = check.positive_int("m", m)
-    delta = float(check.delta_array("delta", delta))
-    return 2 / sigma**2 + (2 / sigma) * math.sqrt(2 * math.log(m / delta))
+    delta = check.delta_scalar("delta", delta)
+    log_ratio = math.log(m) - math.log(delta)  # log(m / delta) > 0; m / delta may exceed the float range
+    eps = (2 / sigma) * (1 / sigma + math.sqrt(2 * log_ratio))
+    eps = eps * (1 + 8 * _U) + 8 * math.ulp(0.0)  # rounded up; the absolute term covers subnormal results
+    if not math.isfinite(eps):
+        raise ValueError(
+            f"noise_multiplier={noise_multiplier!r} is too small: the closed-form epsilon 2/sigma^2 + "
+            f"(2/sigma) sqrt(2 log(m/delta)) exceeds the largest double (noise_multiplier must be above "
+            f"~{math.sqrt(2 / sys.float_info.max):.3g})")
+    return eps
 
 
 def rnm_rdp_epsilon(noise: Gaussian | Laplace, m: int, delta: float, *, rounds: int = 1, monotone: bool = False) -> float:
@@ -108,7 +159,7 @@ def rnm_rdp_epsilon(noise: Gaussian | Laplace, m: int, delta: float, *, rounds: 
 
     m = check.positive_int("m", m)
     rounds = check.positive_int("rounds", rounds)
-    delta = float(check.delta_array("delta", delta))
+    delta = check.delta_scalar("delta", delta)
     orders = rdp.DEFAULT_ORDERS
     per_round = rdp.rdp_curve(rnm_noise_mechanism(noise, monotone), orders) + math.log(m) / (orders - 1)
     return float(rdp.epsilon_from_rdp(orders, rounds * per_round, delta))

@@ -1,0 +1,72 @@
+"""Soundness sweep, small slice: certified epsilon never below a lower reference.
+
+The full sweep is ``python -m benchmarks.soundness`` (docs/reliability.md). Here: random
+subsampled-Gaussian compositions against dp-accounting's PLD (mesh 1e-3) in the regime where
+its FFT composition is numerically reliable (delta >= 1e-8), random Gaussian compositions
+against the exact GDP value over the full delta range, and exact one-step values by
+quadrature at tiny delta (the CF accountant's regime).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import privselect as ps
+from benchmarks.soundness import Case, check_case, sample_cases, small_k_epsilon, summarise
+
+
+def test_pld_slice_has_no_violations():
+    cases = sample_cases(12, np.random.default_rng(2024), min_delta=1e-8)
+    results = [check_case(c, interval=1e-3, adjudicate=False) for c in cases]
+    summary = summarise(results)
+    assert summary["mechanisms"] == 12 and summary["declined"] == 0 and summary["pld_errors"] == 0
+    assert summary["violations"] == 0
+    assert summary["bracket_disagreements"] == 0
+    assert summary["pld_compared"] >= 20  # both directions of (almost) every case
+
+
+def test_exact_gdp_slice_has_no_violations():
+    """q = 1: the closed form is the truth, so both sides of privselect's bracket are checked."""
+    rng = np.random.default_rng(7)
+    cases = [Case(c.sigma, 1.0, c.k, c.delta) for c in sample_cases(40, rng)]
+    results = [check_case(c, use_pld=False) for c in cases]
+    summary = summarise(results)
+    assert summary["violations"] == 0 and summary["bracket_disagreements"] == 0
+    assert summary["exact_compared"] == 80
+    assert summary["gap_to_exact_rel"]["max"] < 0.01  # and the certificate is tight
+
+
+def test_directions_match_dp_accounting_convention():
+    """privselect 'remove' is dp-accounting's REMOVE: H((1-q)Q + qP || Q); it dominates here."""
+    r = check_case(Case(1.0, 0.01, 100, 1e-5), interval=1e-3, adjudicate=False)
+    by = {d.direction: d for d in r.directions}
+    assert by["remove"].certified > by["add"].certified
+    assert by["remove"].pld_pessimistic > by["add"].pld_pessimistic
+    for d in r.directions:
+        assert d.pld_optimistic <= d.certified and d.lower <= d.pld_pessimistic
+
+
+@pytest.mark.parametrize("sigma, q, delta", [(2.0, 0.01, 1e-10), (0.7, 0.3, 1e-12)])
+def test_one_step_exact_quadrature_inside_bracket_at_tiny_delta(sigma, q, delta):
+    """Below the PRV floor privselect certifies with CF; check it against exact quadrature (k = 1)."""
+    case = Case(sigma, q, 1, delta)
+    prof = ps.privacy_profile(case.mechanism(), method="cf")
+    for curve in prof.curves:
+        lower, upper = (float(v[0]) for v in curve.epsilon_bounds(np.array([delta])))
+        exact = small_k_epsilon(case, curve.direction, upper)
+        assert lower - 1e-9 <= exact <= upper + 1e-9
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "CF accountant: for many small-q subsampled steps at tiny delta the certified truncation term "
+    "dominates (2.7e-6 >> delta = 4.4e-11), so the upper bracket is ~3.7x the truth "
+    "(1.346 vs 0.366 from dp-accounting, prv_accountant and CF's own estimate); certify() falls "
+    "back to it below the PRV floor. Valid, but far from tight."))
+def test_cf_fallback_is_tight_for_many_small_q_steps():
+    case = Case(0.886, 0.000178, 13410, 4.4e-11)
+    r = check_case(case, interval=1e-4, adjudicate=False)
+    assert r.method == "cf" and r.violations == 0
+    reference = max(d.pld_pessimistic for d in r.directions)
+    assert math.isclose(reference, 0.366, rel_tol=0.01)
+    assert r.certified <= 1.1 * reference

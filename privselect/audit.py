@@ -377,8 +377,11 @@ def audit(mechanism: Callable[..., Any], data: Any, neighbour: Any, *, delta: fl
     vectorised : force (True) or forbid (False) ``size=`` calls; None detects it.
     seed : seeds the generator that drives every draw (pilot and evaluation).
 
-    Returns an :class:`AuditResult`. The bound is statistical and one-sided: it is never a
-    privacy guarantee (Jagielski, Ullman, Oprea 2020; Nasr et al. 2021).
+    Returns
+    -------
+    AuditResult
+        The bound is statistical and one-sided: it is never a privacy guarantee
+        (Jagielski, Ullman, Oprea 2020; Nasr et al. 2021).
     """
     if not callable(mechanism):
         raise TypeError("mechanism must be callable: mechanism(data[, rng=...][, size=...])")

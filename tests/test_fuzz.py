@@ -16,12 +16,11 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import os
 import signal
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -29,12 +28,6 @@ import privselect as ps
 from privselect import audit as A
 from privselect import cli
 from privselect.selection import calibrate, rnm
-
-settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True, database=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-settings.register_profile("long", max_examples=2000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-settings.load_profile(os.environ.get("PRIVSELECT_FUZZ", "ci"))
 
 CALL_SECONDS = 60  # "never a hang": every single call must return (or raise) within this
 

@@ -1,0 +1,15 @@
+"""Shared test configuration: the hypothesis profiles of every property and fuzz test.
+
+``ci`` (default) is derandomised, so a CI run is reproducible; ``PRIVSELECT_FUZZ=long`` draws
+2000 fresh random examples per test (what the fuzzing counts in docs/reliability.md used).
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True, database=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+settings.register_profile("long", max_examples=2000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+settings.load_profile(os.environ.get("PRIVSELECT_FUZZ", "ci"))

@@ -4,7 +4,7 @@ Contract: a certified value (never below an exact or lower reference, never NaN)
 error that names the regime (``CertificationError`` saying which delta is below which floor
 and what to do). A user's path is followed: the PRV accountant built for the delta asked,
 and the CF accountant below the PRV floating-point floor (what ``ps.certify`` does).
-Known bugs in these regimes are pinned with ``xfail(strict=True)`` at the end.
+Bugs found in these regimes (B1, B12) are regression tests at the end.
 """
 
 import itertools
@@ -101,13 +101,9 @@ def test_certification_error_names_the_regime():
         prof.epsilon(0.0)
 
 
-# -- known bugs in extreme regimes (pinned) ----------------------------------------------------
+# -- regressions: bugs found in extreme regimes -----------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "B1: GaussianCurve (method='exact', gdp_profile) inverts eps(delta) by bisection on [-50, 1e4] "
-    "(invert_curve defaults) and returns +inf when the true eps exceeds 1e4; gaussian_epsilon uses "
-    "hi = 50 + 50 mu^2 and is right"))
 def test_bug_exact_profile_epsilon_above_1e4():
     mu = math.sqrt(19907)
     eps = ps.privacy_profile(ps.Gaussian(1.0).compose(19907), method="exact").epsilon(math.exp(-1.0))

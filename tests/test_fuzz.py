@@ -98,9 +98,9 @@ def as_float(x):
         return None
 
 
-# Known library bugs are pinned by xfail(strict=True) tests in tests/test_extremes.py; the fuzz
-# tests below steer around exactly those inputs (and nothing else) so that they keep guarding
-# every other input. Each `assume` names the bug it avoids.
+# Bugs the fuzzers found (B1-B14) were pinned by xfail(strict=True) tests while open, and the
+# fuzz tests steered around exactly those inputs with an `assume` naming the bug. All are fixed:
+# the pins below are now regression tests and no fuzz test steers around anything.
 
 
 # -- mechanisms ---------------------------------------------------------------------------
@@ -173,10 +173,6 @@ def _gaussian_mu(m):
        eps=maybe_bad(st.floats(-5, 60)))
 def test_fuzz_privacy_profile_queries(m, method, delta, eps):
     mu = _gaussian_mu(m)
-    if method == "exact" and mu is not None:
-        assume(mu * mu < 5e3)  # bug B1: exact/GDP epsilon is +inf above 1e4
-        e = as_float(eps)
-        assume(e is None or abs(e) < 1e150)  # bug B2: gaussian_delta is NaN at huge eps
     ok, prof = attempt(lambda: ps.privacy_profile(m, method=method), "method", "exact", "max_points", "mechanism")
     if not ok:
         return
@@ -201,7 +197,7 @@ def test_fuzz_privacy_profile_queries(m, method, delta, eps):
         assert np.all(lo <= up)
         if mu is not None:
             exact = np.asarray(ps.gaussian_delta(np.asarray(eps, dtype=float), mu))
-            finite = np.isfinite(exact)  # NaN of gaussian_delta at huge eps: see test_extremes
+            finite = np.isfinite(exact)
             assert np.all(up[finite] >= exact[finite] * (1 - 1e-9) - 1e-15)
     ok, beta = attempt(lambda: prof.tradeoff(np.array([0.0, 0.01, 0.5, 1.0])), "alpha")
     if ok:
@@ -240,11 +236,7 @@ def test_fuzz_cf_accountant(m, delta):
 
 @given(mu=maybe_bad(log_uniform(1e-3, 1e3)), eps=maybe_bad(st.floats(-50, 1e4)), delta=maybe_bad(unit))
 def test_fuzz_gdp_functions(mu, eps, delta):
-    e, m0 = as_float(eps), as_float(mu)
-    assume(e is None or abs(e) < 1e150)  # bug B2: gaussian_delta is NaN at huge eps (gdp_profile uses it)
-    assume(m0 is None or not 0 < m0 < 1e-100)  # bug B2: ... and at tiny mu (eps / mu overflows)
-    assume(e is None or m0 is None or not m0 > 0 or abs(e) / m0 < 1e100)  # bug B2: ... i.e. whenever eps/mu overflows
-    assume(m0 is None or m0 < 1e100)  # bug B1: epsilon(delta) overflows (OverflowError) at huge mu
+    e = as_float(eps)
     ok, prof = attempt(lambda: ps.gdp_profile(mu), "mu")
     if ok:
         ok, d = attempt(lambda: prof.delta(eps), "eps")
@@ -252,10 +244,9 @@ def test_fuzz_gdp_functions(mu, eps, delta):
             assert_probability(d)
         ok, ee = attempt(lambda: prof.epsilon(delta), "delta")
         if ok:
-            assert_epsilon(ee, allow_inf=float(mu) ** 2 > 5e3)  # bug B1: +inf when the true eps > 1e4
-    # bug B2: gaussian_delta / gaussian_epsilon do not validate mu and are NaN at huge eps
-    m, d = as_float(mu), as_float(delta)
-    if m is None or not (1e-150 < m < math.inf) or e is None or d is None or not 0 <= d <= 1:
+            assert_epsilon(ee)
+    d = as_float(delta)
+    if e is None or d is None or not 0 <= d <= 1:
         return
     ok, dd = attempt(lambda: ps.gaussian_delta(eps, mu), "mu", "eps")
     if ok:
@@ -503,13 +494,10 @@ def test_fuzz_cli(sigma, rate, steps, delta, method, k, mean):
             assert_epsilon(eps)
 
 
-# -- known bugs found by the fuzzers (pinned; each must be fixed in the library) ----------------
-# Each test states the expected (correct) behaviour and is xfail(strict=True): when the bug is
-# fixed it XPASSes, the suite fails, and the marker (and the matching `assume` above) must go.
+# -- regressions: bugs the fuzzers found (B1-B14), each stating the correct behaviour ----------
+# New bugs get a pin here with xfail(strict=True) until fixed (it then XPASSes and fails the suite).
 
 
-@pytest.mark.xfail(strict=True, reason="B2: gaussian_delta/gaussian_epsilon do not validate mu; NaN at mu=0, "
-                                       "subnormal mu and |eps| ~ 1e154 (log_ndtr -inf minus -inf)")
 @pytest.mark.parametrize("eps, mu", [(1.8961503816218352e154, 1.0), (1.0, 0.0), (1.0, 2.2e-311),
                                      (1.0, 2.35e-213)])
 def test_bug_gaussian_delta_nan(eps, mu):
@@ -521,7 +509,6 @@ def test_bug_gaussian_delta_nan(eps, mu):
     assert not np.isnan(d)
 
 
-@pytest.mark.xfail(strict=True, reason="B2: gaussian_delta(eps, mu=None) raises an unnamed TypeError")
 def test_bug_gaussian_delta_unvalidated_mu():
     with pytest.raises((ValueError, TypeError), match="mu"):
         ps.gaussian_delta(0.0, None)
@@ -613,3 +600,13 @@ def test_bug_binomial_pmf_huge_n():
 def test_bug_certify_array_delta(delta):
     with pytest.raises((TypeError, ValueError), match="delta"):
         ps.certify(ps.PureDP(1.0), ps.Geometric(mean=2.0), delta)
+
+
+@pytest.mark.parametrize("m", [ps.ApproxDP(0.03661838729495641, 1.000000000000001e-12).compose(999),
+                               ps.ApproxDP(1.2840254166877414, 2.2603294069810542e-06).compose(2)])
+def test_bug_prv_grid_refinement_with_atoms(m):
+    """B15: atoms' offsets from the grid made the PRV mesh planner give up after 6 refinements
+    ('could not reach eps_error', no option named); its bracket must hold the CF value."""
+    lower, upper = ps.privacy_profile(m, method="prv").epsilon_bounds(1e-5)
+    cf_lower, cf_upper = ps.privacy_profile(m, method="cf").epsilon_bounds(1e-5)
+    assert lower <= cf_upper and cf_lower <= upper and upper - lower < 0.05

@@ -56,10 +56,15 @@ def report_noisy_max(scores, noise: Gaussian | Laplace, rng: np.random.Generator
     if not np.isfinite(s).all():
         raise ValueError("scores must be finite")
     sensitivity = check.positive("sensitivity", sensitivity)
-    if isinstance(noise, Gaussian):
-        noisy = s + rng.normal(0.0, noise.noise_multiplier * sensitivity, size=s.size)
-    else:
-        noisy = s + rng.laplace(0.0, noise.scale * sensitivity, size=s.size)
+    scale = (noise.noise_multiplier if isinstance(noise, Gaussian) else noise.scale) * sensitivity
+    if not math.isfinite(scale):
+        raise ValueError(f"the noise scale times sensitivity={sensitivity!r} overflows double precision")
+    draw = rng.normal if isinstance(noise, Gaussian) else rng.laplace
+    with np.errstate(over="ignore"):
+        noisy = s + draw(0.0, scale, size=s.size)
+    if not np.isfinite(noisy).all():
+        # An overflowed sum would tie at inf and bias the argmax: the release would no longer be RNM.
+        raise ValueError("scores plus noise overflow double precision; rescale the scores and the sensitivity")
     return int(np.argmax(noisy))
 
 

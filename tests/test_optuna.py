@@ -124,3 +124,18 @@ def test_trial_does_not_expose_the_study_and_has_its_own_rng():
 
     result = study().optimize(peek)  # PrivateStudyError inside the objective: scored worst, swallowed
     assert result.best_value == -np.inf and result.best_params == {}
+
+
+def test_optuna_dpsgd_example_runs_and_certifies_the_whole_study():
+    """examples/optuna_dpsgd.py (linked from docs/optuna.md): its certificate is certify() of one trial."""
+    import pathlib
+    import runpy
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "optuna_dpsgd.py"
+    ns = runpy.run_path(str(path), run_name="example")
+    result, one_trial = ns["result"], ns["one_trial"]
+    expected = ps.certify(one_trial, ps.Geometric(mean=10), 1e-5)
+    assert result.certificate.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
+    assert expected.epsilon > ps.privacy_profile(one_trial).epsilon(1e-5)  # tuning costs privacy
+    assert set(result.best_params) == {"learning_rate", "clip_norm", "epochs"}
+    assert result.best_output.score(ns["X_test"], ns["y_test"]) > 0.5  # a real model (10 classes)

@@ -64,6 +64,7 @@ def _regression_data(n=400, d=3, seed=0, noise=0.1):
 def test_analytic_gaussian_sigma_is_the_smallest_valid_multiplier(eps, delta):
     sigma = analytic_gaussian_sigma(eps, delta)
     assert gaussian_delta(eps, 1 / sigma) <= delta
+    assert ps.gdp_profile(1 / sigma).delta(eps) <= delta  # the certified upper bound, rounding included
     assert gaussian_delta(eps, 1 / (sigma * (1 - 1e-6))) > delta
     if eps < 1:  # never worse than the classical calibration
         assert sigma <= math.sqrt(2 * math.log(1.25 / delta)) / eps

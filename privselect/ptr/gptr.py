@@ -38,7 +38,7 @@ import numpy as np
 from scipy import special
 
 from .. import _validation as check
-from ..accounting.profile import gaussian_delta
+from ..accounting.profile import gaussian_delta, gdp_profile
 from ..mechanisms import ApproxDP, Gaussian, Laplace
 
 __all__ = [
@@ -81,8 +81,9 @@ def analytic_gaussian_sigma(epsilon: float, delta: float) -> float:
 
     Analytic Gaussian mechanism (Balle, Wang 2018, Thm 8): with mu = 1/sigma the mechanism is
     exactly mu-GDP and (eps, delta)-DP iff Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) <= delta.
-    Solved by bisection on log(mu); the returned sigma satisfies the inequality (it is an upper
-    bound on the exact root, within a relative 1e-12).
+    Solved by bisection on log(mu) with point values of the closed form, then certified: mu is
+    lowered until the exact profile's certified upper bound (rounding included, ``gdp_profile``)
+    is <= delta, so the returned sigma is never below the exact root (and within ~1e-12 of it).
     """
     epsilon = check.positive("epsilon", epsilon)
     delta = check.open_unit("delta", delta)
@@ -97,6 +98,10 @@ def analytic_gaussian_sigma(epsilon: float, delta: float) -> float:
             hi = mid
         if hi - lo < 1e-13:
             break
+    step = 1e-13
+    while float(gdp_profile(math.exp(lo)).delta(epsilon)) > delta:  # 1-2 passes: point vs certified
+        lo -= step
+        step *= 2.0
     return math.exp(-lo)
 
 

@@ -1,7 +1,7 @@
 """Private linear regression (KRW Sec. 6.1, Fig. 5): tuned OPS-PTR under two certificates vs baselines, test MSE vs eps.
 
 Data: scikit-learn's diabetes and UCI regression sets read with :func:`privselect.ptr.load_uci`
-from ``shared/data/uci`` (``--data-dir`` elsewhere). Protocol (design notes Sec. 7.4):
+from ``experiments/data/uci`` (``--data-dir`` elsewhere). Protocol (design notes Sec. 7.4):
 
 * preprocessing by per-record maps with public constants only: each feature is mapped affinely
   from its public range [lo, hi] to [-1, 1], a constant 1 is appended (the intercept), and every
@@ -74,7 +74,8 @@ STYLE = {
 
 
 def default_data_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "shared" / "data" / "uci"
+    """The UCI files vendored in the repository (sources and licences in its README)."""
+    return Path(__file__).resolve().parent / "data" / "uci"
 
 
 def public_range(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -233,7 +234,7 @@ def _plot(rows, names, epsilons):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.linear_regression", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 data sets, 3 folds, 1 seed, eps in {0.3, 3}")
-    parser.add_argument("--data-dir", default=None, help="folder with the UCI files (default: shared/data/uci)")
+    parser.add_argument("--data-dir", default=None, help="folder with the UCI files (default: experiments/data/uci)")
     parser.add_argument("--out-dir", default=None, help="write here instead of experiments/results/")
     args = parser.parse_args(argv)
     out = run(quick=args.quick, out_dir=args.out_dir, data_dir=args.data_dir)

@@ -11,7 +11,6 @@ import math
 import pickle
 from dataclasses import replace
 from itertools import permutations
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,10 +36,11 @@ from privselect.ptr import (
     liu_talwar_run_budget,
     profile_run_budget,
 )
-from privselect.ptr.data import UCI_DATASETS, load_diabetes_raw, load_uci, read_numeric_table
+from privselect.ptr.data import UCI_DATASETS, UCI_DIR_ENV, load_diabetes_raw, load_uci, read_numeric_table
 from privselect.ptr.ops import bounds_from_statistics, clip_records, ops_gamma, ops_passes
+from tests.support import UCI_DIR
 
-UCI = Path(__file__).resolve().parents[2] / "shared" / "data" / "uci"
+UCI = UCI_DIR  # vendored in the repository
 
 
 def _binomial_band(p: float, n: int, k: float = 5.0) -> tuple[float, float]:
@@ -355,7 +355,6 @@ def test_read_numeric_table_reports_malformed_rows(tmp_path):
         load_uci("mnist", tmp_path)
 
 
-@pytest.mark.skipif(not UCI.is_dir(), reason="shared UCI files not present")
 def test_load_uci_files():
     shapes = {"airfoil": (1503, 5), "autompg": (392, 7), "bike": (731, 11), "concrete": (1030, 8),
               "elevators": (16599, 18), "energy": (768, 8), "housing": (506, 13), "parkinsons": (5875, 20),
@@ -373,6 +372,14 @@ def test_load_uci_files():
     machine = load_uci("machine", UCI, strict=False)
     assert machine.dropped_rows == 2 and machine.X.shape == (207, 7)
     assert set(UCI_DATASETS) >= set(shapes)
+
+
+def test_load_uci_root_from_environment_or_clear_error(monkeypatch):
+    monkeypatch.delenv(UCI_DIR_ENV, raising=False)
+    with pytest.raises(ValueError, match="root: pass the folder.*PRIVSELECT_UCI_DIR"):
+        load_uci("airfoil")
+    monkeypatch.setenv(UCI_DIR_ENV, str(UCI))
+    assert load_uci("airfoil").X.shape == (1503, 5)
 
 
 def test_diabetes_raw_is_unscaled():

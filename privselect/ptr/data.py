@@ -1,7 +1,9 @@
 """Loader for the UCI regression files used by Wang (2018) and KRW Sec. 6.1 (takes a path).
 
-The library ships no data and does not know where the files live: pass the folder that holds
-one sub-folder per data set (``<root>/airfoil/airfoil_self_noise.dat.txt``, ...). The table
+The installed library ships no data: pass the folder that holds one sub-folder per data set
+(``<root>/airfoil/airfoil_self_noise.dat.txt``, ...), or set the environment variable
+``PRIVSELECT_UCI_DIR`` to it. A checkout of the repository has the files under
+``experiments/data/uci/`` (with their sources, licences and citations in its README). The table
 :data:`UCI_DATASETS` records, per data set, the files, the separator, the target column, the
 columns dropped from the features and the target transform, following the README distributed
 with the files, with one correction found by reading the file (see ``bike``).
@@ -15,13 +17,18 @@ file and the line, unless ``strict=False``, which drops such rows and reports ho
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["UCISpec", "UCI_DATASETS", "UCIData", "read_numeric_table", "load_uci", "load_diabetes_raw"]
+__all__ = ["UCISpec", "UCI_DATASETS", "UCIData", "read_numeric_table", "load_uci", "load_diabetes_raw",
+           "UCI_DIR_ENV"]
+
+#: Environment variable naming the UCI folder when ``load_uci`` is called without ``root``.
+UCI_DIR_ENV = "PRIVSELECT_UCI_DIR"
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,7 @@ class UCISpec:
     note: str = ""
 
 
-#: The data sets of ``shared/data/uci`` (README there). Columns are 1-based, as in the README.
+#: The data sets of ``experiments/data/uci`` (README there). Columns are 1-based, as in the README.
 UCI_DATASETS: dict[str, UCISpec] = {
     "airfoil": UCISpec(("airfoil/airfoil_self_noise.dat.txt",), "whitespace", -1),
     "autompg": UCISpec(("autompg/auto-mpg.txt",), "whitespace", 1),
@@ -149,8 +156,12 @@ def _column(index: int, width: int, what: str, name: str) -> int:
     return col
 
 
-def load_uci(name: str, root: str | Path, *, strict: bool = True) -> UCIData:
+def load_uci(name: str, root: str | Path | None = None, *, strict: bool = True) -> UCIData:
     """Load data set ``name`` of :data:`UCI_DATASETS` from the folder ``root``.
+
+    ``root=None`` reads the folder named by the environment variable ``PRIVSELECT_UCI_DIR``; if
+    that is unset too, ``ValueError`` says where the files are (``experiments/data/uci/`` in a
+    checkout).
 
     Returns raw features (no scaling: preprocessing is the caller's, and for DP claims it must
     use public constants) and the target after the documented transform. ``strict=False`` drops
@@ -159,6 +170,11 @@ def load_uci(name: str, root: str | Path, *, strict: bool = True) -> UCIData:
     if name not in UCI_DATASETS:
         raise ValueError(f"name must be one of {sorted(UCI_DATASETS)}, got {name!r}")
     spec = UCI_DATASETS[name]
+    if root is None:
+        root = os.environ.get(UCI_DIR_ENV)
+        if not root:
+            raise ValueError(f"root: pass the folder holding the UCI files or set {UCI_DIR_ENV}; a checkout of "
+                             "the repository has them under experiments/data/uci/")
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"no such data folder: {root}")

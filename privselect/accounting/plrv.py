@@ -121,6 +121,15 @@ class PrivacyLoss(ABC):
         """Q[L = -inf]: equals P[L = +inf] for the worst-case pairs used here."""
         return self.inf_mass
 
+    def continuous_variation(self) -> float:
+        """An upper bound on the total variation of the density of the continuous part of L under P.
+
+        The continuous part is the law minus :meth:`atoms` and minus the mass at +inf; jumps
+        of the density (at the ends of a bounded support) are included. The PRV accountant
+        bounds its mean-preservation error with it (:func:`privselect.accounting.prv`).
+        """
+        raise NotImplementedError(f"no density variation bound for {type(self).__name__}")
+
     def log_fourier_envelope(self, v: float, u: np.ndarray) -> np.ndarray:
         """log of a bound on |E_P[e^{(v - iu) L}; L in the continuous part]| for real v >= 0.
 
@@ -164,6 +173,10 @@ class GaussianLoss(PrivacyLoss):
     def log_phi(self, z):
         z = np.asarray(z, dtype=complex)
         return (1j * z - z * z) * (self.mu**2 / 2)
+
+    def continuous_variation(self) -> float:
+        """Unimodal N(mu^2/2, mu^2): twice the peak density 1 / (mu sqrt(2 pi))."""
+        return 2.0 / (self.mu * math.sqrt(2 * math.pi)) * (1 + 1e-12)
 
     def log_fourier_envelope(self, v, u):
         """Exact: |E_P[e^{(v-iu)L}]| = exp(mu^2 (v + v^2 - u^2) / 2)."""
@@ -250,6 +263,10 @@ class LaplaceLoss(PrivacyLoss):
         w = 1j * np.asarray(z, dtype=complex) + 0.5
         return -self.mu / 2 - math.log(2.0) + _log_sinh_over(w, self.mu)
 
+    def continuous_variation(self) -> float:
+        """e^{(l - mu)/2} / 4 rises from e^{-mu}/4 to 1/4 on (-mu, mu), with jumps at both ends: 1/2."""
+        return 0.5
+
     def log_fourier_envelope(self, v, u):
         """|E| <= e^{-mu/2} cosh(b mu) / (2 |w|) with b = v + 1/2, |w| = sqrt(b^2 + u^2), capped by
         the tilted mass e^{-mu/2} sinh(b mu) / (2 b) (|sinh(x + iy)| <= cosh x)."""
@@ -322,6 +339,10 @@ class TwoPointLoss(PrivacyLoss):
         at = self.atoms()
         terms = np.log(at.primary)[None, :] + 1j * z.reshape(-1, 1) * at.locations[None, :]
         return special.logsumexp(terms, axis=1).reshape(z.shape)
+
+    def continuous_variation(self) -> float:
+        """Purely atomic: no continuous part."""
+        return 0.0
 
     def log_fourier_envelope(self, v, u):
         """Purely atomic: no continuous part."""
@@ -591,6 +612,12 @@ class SubsampledLoss(PrivacyLoss):
         values = c * _subsampling_map(grid, q) - 2 * grid + log_f(grid) - math.log(q)
         bound = float(np.max(values)) + (abs(c) / 4 + curvature) * h * h / 8
         return math.log(4.0) + bound + 1e-12 * (1 + abs(bound))
+
+    def continuous_variation(self) -> float:
+        """TV of the untilted density (:meth:`_log_continuous_tv` at v = 0); 0 for atomic bases."""
+        if self._base_continuous() is None:
+            return 0.0
+        return math.exp(self._log_continuous_tv(0.0))
 
     def log_fourier_envelope(self, v, u):
         """Total-variation bound TV(w) / |u| (see :meth:`_log_continuous_tv`).

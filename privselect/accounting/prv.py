@@ -26,9 +26,10 @@ reported :class:`ErrorBudget` is what was achieved (never more than requested):
   Hoeffding's width (GLW Thm 5.5's mesh rule) and Bennett's (Boucheron, Lugosi, Massart 2013,
   Thm 2.9), and ``eps_error = s + sum k_i mean_error_i``. The cell variance is ~h^2/10
   instead of Hoeffding's h^2/4, so the mesh is ~1.6x coarser for the same eps_error.
-  ``mean_error_i`` is the Gauss-Kronrod error estimate of the truncated-mean quadrature
-  (|K15 - G7| summed over panels, plus rounding): an estimate, not a proof, and kept below
-  0.5% of eps_error.
+  The shift carries the atoms' offsets exactly; the continuous part's offset is proven to be
+  at most ``h^2 TV(f) / 8`` (``PrivacyLoss.continuous_variation``: per cell,
+  ``int (y - c) f = int_0^{h/2} t (f(c+t) - f(c-t)) dt`` and the bracket is at most the
+  density's variation over the cell), which is ``mean_error_i`` (no quadrature estimate).
 * Truncation ``eta1 = sum k_i P[Y_i outside its cells]`` (exact tails, TV lemma) and
   wrap-around ``eta2`` (Chernoff bound on the discretised sum, exact at the chosen orders).
   On the event that neither truncation, coupling nor wrap-around fails, the composed loss
@@ -79,8 +80,6 @@ _SPECTRUM_FLOOR = 1e-60
 #: Sub-cells per cell for the variance bound, and how many of the heaviest cells get them.
 _SUBCELLS = 16
 _REFINED_CELLS = 2048
-#: Cells per quadrature panel for the truncated mean (GK15, adaptively bisected).
-_PANEL_CELLS = 128
 
 #: Smallest floating-point error bound one composition adds to the delta bracket: the cell
 #: masses of every step are normalised with relative error >= (log2(cells + 1) + 22) u, one
@@ -103,25 +102,11 @@ DELTA_OPTION_MIN = 1e-300  # target_delta and delta_error in [DELTA_OPTION_MIN, 
 #: Largest privacy loss (in absolute value, after truncation) of one step: squares of cell
 #: offsets (at most the loss range) summed over up to MAX_COMPOSITIONS steps stay finite.
 MAX_STEP_LOSS = math.sqrt(sys.float_info.max) / MAX_COMPOSITIONS
+#: Compose in long double when target_delta < this x the number of compositions.
+_EXTENDED_BELOW_PER_STEP = 5e-12
+#: Smallest eps scale the relative refinement sizes eps_error from (answers of exactly 0).
+_MIN_EPS_SCALE = 1e-9
 
-# Gauss-Kronrod 7-15 (QUADPACK qk15): Kronrod nodes in [0, 1] and weights; Gauss weights on
-# the odd Kronrod nodes (indices 1, 3, 5, 7).
-_XGK = np.array([0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
-                 0.864864423359769072789712788640926, 0.741531185599394439863864773280788,
-                 0.586087235467691130294144845693013, 0.405845151377397166906606412076961,
-                 0.207784955007898467600689403773245, 0.0])
-_WGK = np.array([0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
-                 0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
-                 0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
-                 0.204432940075298892414161999234649, 0.209482141084727828012999174891714])
-_WG = np.array([0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
-                0.381830050505118944950369775488975, 0.417959183673469387755102040816327])
-_GK_NODES = np.concatenate([-_XGK[:-1], _XGK[::-1]])  # 15 nodes, ascending
-_GK_WEIGHTS = np.concatenate([_WGK[:-1], _WGK[::-1]])
-_G_WEIGHTS = np.zeros(15)
-_G_WEIGHTS[[1, 3, 5]] = _WG[:3]
-_G_WEIGHTS[[9, 11, 13]] = _WG[2::-1]
-_G_WEIGHTS[7] = _WG[3]
 
 
 # ----------------------------------------------------------------------------------------
@@ -239,11 +224,36 @@ class PRVAccountant:
         symmetric = all(losses.is_symmetric for losses, _ in parts)
         eps_target, eps_source = self._eps_target(mechanism, parts, symmetric)
         directions = ("both",) if symmetric else ("remove", "add")
-        curves = []
-        for direction in directions:
-            attr = "remove" if direction == "both" else direction
-            components = [(getattr(losses, attr), count) for losses, count in parts]
-            curves.append(_build_curve(components, direction, eps_target, delta_error, self.max_points))
+        components = {d: [(getattr(losses, "remove" if d == "both" else d), count) for losses, count in parts]
+                      for d in directions}
+        # double precision's floating-point floor is ~5e-14 per composition (FFT error amplified by
+        # the powering): compose in long double where it would exceed 1% of target_delta
+        extended = self.target_delta < _EXTENDED_BELOW_PER_STEP * total
+
+        def build(eps_wanted: float) -> list[PRVCurve]:
+            return [_build_curve(components[d], d, eps_wanted, delta_error, self.max_points, extended)
+                    for d in directions]
+
+        curves = build(eps_target)
+        if self.target_delta < max(c.error_budget.min_delta for c in curves):
+            # the double-precision floor is above the target: compose in long double instead
+            extended = True
+            curves = build(eps_target)
+        if self.eps_error is None:
+            # Size the slack relative to the answer: the scale above is an upper bound on
+            # eps(target_delta) that can be far too large (RDP conversion of a small loss, the
+            # 0.1 floor); rebuild at rel_eps_error times the estimate read off this build.
+            for _ in range(3):
+                estimate = max(float(np.abs(c.epsilon_estimate(self.target_delta))) for c in curves)
+                wanted = self.rel_eps_error * max(estimate, _MIN_EPS_SCALE)
+                if not (math.isfinite(estimate) and wanted < 0.5 * eps_target):
+                    break
+                try:
+                    curves = build(wanted)
+                except ValueError as exc:  # too many points: keep the coarser (still certified) build
+                    logger.debug("prv: relative refinement to eps_error=%.3g declined (%s)", wanted, exc)
+                    break
+                eps_target, eps_source = wanted, f"{self.rel_eps_error:g} x eps estimate({self.target_delta:g})"
         seconds = time.perf_counter() - start
         logger.debug("prv profile (%d compositions, %d distinct) built in %.3fs", total, len(parts), seconds)
         return PrivacyProfile(
@@ -260,7 +270,7 @@ class PRVAccountant:
                 ("delta_error_requested", delta_error),
                 ("target_delta", self.target_delta),
                 ("build_seconds", seconds),
-                ("float", "float64"),
+                ("float", "longdouble" if extended else "float64"),
             ),
         )
 
@@ -292,7 +302,7 @@ class PRVCurve(DirectionalCurve):
     """
 
     def __init__(self, *, direction: str, t0: float, h: float, pmf: np.ndarray, log_finite: float,
-                 eps_error: float, delta_error: float, error_budget: ErrorBudget) -> None:
+                 eps_error: float, delta_error: float, error_budget: ErrorBudget, rel_error: float = 0.0) -> None:
         self.direction = direction
         self.error_budget = error_budget
         self.t0 = float(t0)
@@ -300,6 +310,7 @@ class PRVCurve(DirectionalCurve):
         self.n = int(pmf.size)
         self.eps_error = float(eps_error)
         self.delta_error = float(delta_error)
+        self.rel_error = float(rel_error)  # relative floating-point error of delta~ (cell masses, sums)
         self.log_finite = float(log_finite)  # log Pi: probability that every loss is finite
         self.finite = math.exp(log_finite)
         self.inf_part = -math.expm1(log_finite)  # 1 - Pi
@@ -352,8 +363,9 @@ class PRVCurve(DirectionalCurve):
     def delta_bounds(self, eps):
         """GLW eq. (8): delta~(eps + eps_err) - delta_err <= delta(eps) <= delta~(eps - eps_err) + delta_err."""
         e = np.asarray(eps, dtype=float)
-        low = self._delta_finite(e + self.eps_error) - self.delta_error
-        up = self._delta_finite(e - self.eps_error) + self.delta_error
+        grow = 1.0 + self.rel_error
+        low = self._delta_finite(e + self.eps_error) / grow - self.delta_error
+        up = self._delta_finite(e - self.eps_error) * grow + self.delta_error
         lower = self.inf_part + self.finite * np.clip(low, 0.0, 1.0)
         upper = self.inf_part + self.finite * np.clip(up, 0.0, 1.0)
         return np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
@@ -362,8 +374,9 @@ class PRVCurve(DirectionalCurve):
         """GLW eq. (8) for eps: eps~(delta + delta_err) - eps_err <= eps(delta) <= eps~(delta - delta_err) + eps_err."""
         d = np.asarray(delta, dtype=float)
         x = self._finite_delta(d)
-        lower = self._epsilon_finite(x + self.delta_error) - self.eps_error
-        upper = self._epsilon_finite(x - self.delta_error) + self.eps_error
+        grow = 1.0 + self.rel_error
+        lower = self._epsilon_finite((x + self.delta_error) * grow) - self.eps_error
+        upper = self._epsilon_finite((x - self.delta_error) / grow) + self.eps_error
         below_inf = d < self.inf_part
         return np.where(below_inf, np.inf, lower), np.where(below_inf, np.inf, upper)
 
@@ -434,7 +447,7 @@ class _Tails:
     lower: float  # G(lower) <= tau * finite  (or the finite support end)
     upper: float  # S(upper) <= tau * finite
     median: float
-    breakpoints: np.ndarray  # atoms and finite support ends (for the quadrature)
+    breakpoints: np.ndarray  # atoms and finite support ends
 
 
 @dataclass
@@ -448,8 +461,9 @@ class _Cells:
     shift: float
     tail: float  # P[Y outside the cells | Y finite]
     second_moment: float  # bound on E[(Y - c(Y))^2 | cells]
-    mean_error: float  # bound (quadrature estimate) on |error of shift|
-    pmf_error: float  # bound on ||computed pmf - exact pmf||_1
+    mean_error: float  # proven bound on |E[Y - c(Y)] - shift| (density variation)
+    pmf_error: float  # absolute part of the per-step rounding bound on delta~ (see _pmf_error)
+    pmf_rel_error: float  # relative part
     extra: dict = field(default_factory=dict)
 
 
@@ -511,48 +525,7 @@ def _edges_values(loss: PrivacyLoss, edges: np.ndarray, split: int) -> tuple[np.
     return g, s
 
 
-def _gk_integral(fn, a: np.ndarray, b: np.ndarray, tol: float, max_rounds: int = 12) -> tuple[float, float]:
-    """sum_k int_{a_k}^{b_k} fn by adaptive Gauss-Kronrod 7-15 (vectorised); (value, error estimate).
-
-    Panels whose |K15 - G7| exceeds their share of ``tol`` are bisected (at most
-    ``max_rounds`` times); the error estimate is the sum of |K15 - G7| over accepted panels.
-    """
-    total = 0.0
-    err_total = 0.0
-    width_total = float(np.sum(b - a)) or 1.0
-    for round_ in range(max_rounds + 1):
-        if a.size == 0:
-            break
-        mid = 0.5 * (a + b)
-        half = 0.5 * (b - a)
-        x = mid[:, None] + half[:, None] * _GK_NODES[None, :]
-        f = np.asarray(fn(x.reshape(-1)), dtype=float).reshape(x.shape)
-        k15 = half * (f @ _GK_WEIGHTS)
-        g7 = half * (f @ _G_WEIGHTS)
-        err = np.abs(k15 - g7)
-        accept = (err <= tol * (2 * half) / width_total) | (round_ == max_rounds)
-        total += float(np.sum(k15[accept]))
-        err_total += float(np.sum(err[accept]))
-        a, b = a[~accept], b[~accept]
-        m = 0.5 * (a + b)
-        a, b = np.concatenate([a, m]), np.concatenate([m, b])
-    return total, err_total
-
-
-def _panels(lo_edge: float, hi_edge: float, h: float, breakpoints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Quadrature panels covering [lo_edge, hi_edge]: groups of cells, split at breakpoints."""
-    if hi_edge <= lo_edge:
-        return np.zeros(0), np.zeros(0)
-    count = max(1, int(math.ceil((hi_edge - lo_edge) / (h * _PANEL_CELLS))))
-    edges = np.linspace(lo_edge, hi_edge, count + 1)
-    inner = breakpoints[(breakpoints > lo_edge) & (breakpoints < hi_edge)]
-    if inner.size:
-        edges = np.unique(np.concatenate([edges, inner]))
-    return edges[:-1], edges[1:]
-
-
-def _discretise(loss: PrivacyLoss, count: int, h: float, tails: _Tails, mean_tol: float,
-                max_points: int) -> _Cells:
+def _discretise(loss: PrivacyLoss, count: int, h: float, tails: _Tails, max_points: int) -> _Cells:
     """Cell-centred, mean-preserving discretisation on h Z (GLW Alg. 2, Lemma C.5)."""
     finite = 1.0 - loss.inf_mass
     # Cell j is (c_j - h/2, c_j + h/2] with c_j = j h; one extra cell on each side of a finite
@@ -577,44 +550,60 @@ def _discretise(loss: PrivacyLoss, count: int, h: float, tails: _Tails, mean_tol
     if not mass > 0:
         raise ValueError(f"{type(loss).__name__}: no probability mass on [{edges[0]:.6g}, {edges[-1]:.6g}]")
     tail = (float(g[0]) + float(s[-1])) / finite
-    pmf_error = _pmf_error(g, s, clipped, mass, n_cells)
+    pmf_rel_error, pmf_error = _pmf_error(g, s, clipped, mass, n_cells)
 
-    # Mean shift: sum_cells int (y - c) dF = (T_G - I_G) + (I_S - T_S) (integration by parts,
-    # T = trapezoid on the cell edges, I = exact integral), atoms included.
-    a, b = _panels(edges[0], edges[split], h, tails.breakpoints)
-    i_g, err_g = _gk_integral(loss.cdf, a, b, 0.5 * mean_tol * mass)
-    a, b = _panels(edges[split], edges[-1], h, tails.breakpoints)
-    i_s, err_s = _gk_integral(loss.sf, a, b, 0.5 * mean_tol * mass)
-    t_g = h * (float(np.sum(g)) - 0.5 * (g[0] + g[-1])) if split > 0 else 0.0
-    t_s = h * (float(np.sum(s)) - 0.5 * (s[0] + s[-1])) if split < n_cells else 0.0
-    numerator = (t_g - i_g) + (i_s - t_s)
-    # pairwise sums: relative error (log2 N + 20) u; the GK sums are over far fewer terms.
-    round_err = (math.log2(n_cells + 1) + 24) * _U * (abs(t_g) + abs(i_g) + abs(t_s) + abs(i_s))
-    shift = numerator / mass
-    mean_error = (err_g + err_s + round_err) / mass
+    # Mean shift (GLW Alg. 2), with a proven error. Per cell, the continuous part contributes
+    # b_j = int_0^{h/2} t (f(c + t) - f(c - t)) dt, and |f(c + t) - f(c - t)| <= V_j, the variation
+    # of the density f over the cell, so |sum_j b_j| <= (h^2 / 8) TV(f). Atoms contribute exactly
+    # p_a (a - c(a)); the shift is their part and mean_error bounds the rest (no quadrature).
+    shift_atoms = 0.0
+    at = loss.atoms()
+    if at.locations.size:
+        inside = (at.locations > edges[0]) & (at.locations <= edges[-1])
+        cell = np.searchsorted(edges, at.locations[inside], side="left") - 1
+        offsets = at.locations[inside] - (j_lo + cell) * h
+        shift_atoms = math.fsum(at.primary[inside] * offsets)
+    shift = shift_atoms / mass
+    variation = float(loss.continuous_variation())
+    mean_error = (variation * h * h / 8 + 8 * _U * (abs(shift_atoms) + h)) / mass * (1 + 1e-9)
     if not abs(shift) < h / 2:
         raise ValueError(f"mean shift {shift:.3g} of {type(loss).__name__} is not below h/2 = {h / 2:.3g}; "
-                         "the CDF or the quadrature is inaccurate")
+                         "the CDF is inaccurate")
 
     second_moment = _second_moment_bound(loss, edges, g, s, raw, split, h, mass)
     return _Cells(loss=loss, count=count, lo=j_lo, pmf=raw / mass, shift=shift, tail=tail,
-                  second_moment=second_moment, mean_error=mean_error, pmf_error=pmf_error)
+                  second_moment=second_moment, mean_error=mean_error, pmf_error=pmf_error,
+                  pmf_rel_error=pmf_rel_error)
 
 
-def _pmf_error(g: np.ndarray, s: np.ndarray, clipped: float, mass: float, n_cells: int) -> float:
-    """Bound on the change of any composed delta~(eps) per step from rounding the cell masses.
+def _pmf_error(g: np.ndarray, s: np.ndarray, clipped: float, mass: float, n_cells: int) -> tuple[float, float]:
+    """(relative, absolute) bound on the change of any composed delta~(eps) per step from rounding.
 
-    Each CDF value carries ``|dF| <= _CDF_ULPS u max|F|`` (assumption on plrv's CDFs). The
-    composed delta is ``sum_j q_j f_j`` with ``f_j`` the delta of the other factors at
-    ``eps - t_j``: monotone in j with values in [0, 1] (all factors are non-negative measures).
-    Summation by parts over the telescoping differences gives ``3 max|dF|`` per CDF segment
-    (cdf below the split, sf above), the clipped negative differences add their sum, and the
-    normalisation (pairwise sum, one division) adds ``|dM|/M + (log2 N + 22) u``. A hybrid
-    argument (swap one factor at a time) sums these over the K factors.
+    Each CDF value carries ``|dF| <= c F`` with ``c = _CDF_ULPS u (1 + |log F|)`` (assumption on
+    plrv's CDFs: relative accuracy, degraded by the argument's rounding in far tails, where
+    ``|log F| ~ t^2 / 2``). The composed delta is ``sum_j q_j w_j`` with ``w_j`` the delta of the
+    other factors at ``eps - t_j``: non-decreasing in j, in [0, 1]. Summation by parts over the
+    telescoping differences bounds the change by ``c (2 G_s w_s + delta~ + 2 S_end)`` (cdf G below
+    the split s, sf S above), and ``delta~ >= w_s (S_s - S_end)``: a *relative* error
+    ``c (1 + 2 G_s / (S_s - S_end))`` plus an absolute ``2 c S_end``. The clipped negative
+    differences add their sum and the normalisation (pairwise sum, one division) a relative
+    ``(log2 N + 22) u``. A hybrid argument (swap one factor at a time) composes these over the
+    K factors: ``delta^ <= (1 + rho)^K delta + sum a`` and conversely.
     """
+    values = np.concatenate([g, s])
+    values = values[values > 0]
+    log_span = float(np.max(np.abs(np.log(values)))) if values.size else 0.0
+    c = _CDF_ULPS * _U * (1 + log_span)
+    g_split = float(g[-1]) if g.size else 0.0
+    s_split, s_end = (float(s[0]), float(s[-1])) if s.size else (0.0, 0.0)
+    normalisation = (math.log2(n_cells + 1) + 22) * _U
+    above = s_split - s_end
+    if above > 1e-3 * g_split:
+        rel = c * (1 + 2 * g_split / above) + normalisation
+        return rel, (2 * c * s_end + 2 * clipped) / mass
+    # no mass above the split: the absolute bound (3 |dF| per segment, summation by parts)
     peak = max(float(np.max(np.abs(g))) if g.size else 0.0, float(np.max(np.abs(s))) if s.size else 0.0)
-    d_f = _CDF_ULPS * _U * peak
-    return (10 * d_f + 2 * clipped) / mass + (math.log2(n_cells + 1) + 22) * _U
+    return normalisation, (10 * c * peak + 2 * clipped) / mass
 
 
 def _second_moment_bound(loss: PrivacyLoss, edges: np.ndarray, g: np.ndarray, s: np.ndarray, raw: np.ndarray,
@@ -711,10 +700,12 @@ def _coupling(cells: Sequence[_Cells], h: float, eta0: float) -> tuple[float, fl
 
 
 def _planned_mesh(components, tails: Sequence[_Tails], eps_target: float, eta0: float) -> float:
-    """Mesh h for which the Bennett width (with a predicted cell variance) is ~99% of the target."""
+    """Mesh h for which the predicted eps error (Bennett width with a predicted cell variance,
+    plus the mean-error bound) is ~98.5% of the target."""
     total = sum(k for _, k in components)
+    variations = [k * loss.continuous_variation() / 8 / (1.0 - loss.inf_mass) for loss, k in components]
 
-    def width(h: float) -> float:
+    def width(h: float, with_bias: bool = True) -> float:
         variance = 0.0
         for (loss, k), tl in zip(components, tails):
             at = loss.atoms()
@@ -726,11 +717,13 @@ def _planned_mesh(components, tails: Sequence[_Tails], eps_target: float, eta0: 
             else:
                 atom_var = 0.0
             variance += k * (atom_var + max(1.0 - atom_mass, 0.0) * 0.1 * h * h)
-        return min(_bennett_width(variance, 0.5 * h, eta0 / 2), h * math.sqrt(total * (math.log(2) - math.log(eta0)) / 2),
-                   total * h / 2)
+        spread = min(_bennett_width(variance, 0.5 * h, eta0 / 2),
+                     h * math.sqrt(total * (math.log(2) - math.log(eta0)) / 2), total * h / 2)
+        return spread + (sum(variations) * h * h if with_bias else 0.0)
 
-    h = eps_target / max(width(1.0), 1e-300) if width(1.0) > 0 else eps_target
-    for _ in range(4):  # atoms make the width non-linear in h; a few fixed-point steps
+    linear = width(1.0, with_bias=False)
+    h = eps_target / linear if linear > 0 else eps_target
+    for _ in range(12):  # atoms and the quadratic bias term make the width non-linear in h
         w = width(h)
         if w <= 0:
             break
@@ -817,10 +810,14 @@ def _tail_bound(cells: Sequence[_Cells], h: float, lower: float, upper: float, o
     return out
 
 
-def _compose(cells: Sequence[_Cells], h: float, lower: float, upper: float, max_points: int):
+def _compose(cells: Sequence[_Cells], h: float, lower: float, upper: float, max_points: int,
+             extended: bool = False):
     """Circular convolution of all components on n >= (upper - lower)/h + 1 points by one irfft.
 
-    Returns (t0, pmf, fp_fft) with pmf[m] the mass at t0 + m h (wrapped modulo n h).
+    Returns (t0, pmf, fp_fft, n) with pmf[m] the mass at t0 + m h (wrapped modulo n h).
+    ``extended``: transforms and powering in ``np.longdouble`` (x87 80-bit: unit roundoff 2^-64,
+    2048x below double), for a ~2000x lower floating-point floor at ~3.5x the cost; the result
+    is rounded to double (relative u per entry, accounted by the caller).
     """
     offset_cells = sum(c.count * c.lo for c in cells)
     offset_shift = math.fsum(c.count * c.shift for c in cells)
@@ -832,47 +829,51 @@ def _compose(cells: Sequence[_Cells], h: float, lower: float, upper: float, max_
         raise ValueError(f"the composed window needs {n} points (> max_points={max_points}); "
                          "use a larger eps_error or delta_error")
     j_a -= (n - needed) // 2
+    real = np.longdouble if extended else np.float64
+    unit = float(np.finfo(real).eps) / 2
     log2n = math.log2(n)
-    e_inf = _FFT_STAGE_ULPS * _U * log2n  # componentwise forward-FFT error (||q||_1 = 1)
-    log_abs = np.zeros(n // 2 + 1)
+    e_inf = _FFT_STAGE_ULPS * unit * log2n  # componentwise forward-FFT error (||q||_1 = 1)
+    log_abs = np.zeros(n // 2 + 1, dtype=real)
     log_abs_err = np.zeros(n // 2 + 1)
     spectra = []
     for c in cells:
         q = c.pmf
         if q.size > n:
             q = np.bincount(np.arange(q.size) % n, weights=q, minlength=n)
-        spec = scipy.fft.rfft(q, n)
+        spec = scipy.fft.rfft(q.astype(real), n)
         absval = np.abs(spec)
         with np.errstate(divide="ignore"):
             log_abs += c.count * np.log(absval)
-            log_abs_err += (c.count - 1) * np.log(absval + e_inf)
+            log_abs_err += (c.count - 1) * np.log(absval.astype(float) + e_inf)
         spectra.append(spec)
     keep = log_abs > math.log(_SPECTRUM_FLOOR)
     idx = np.nonzero(keep)[0]
-    total_phase = np.zeros(idx.size)
+    total_phase = np.zeros(idx.size, dtype=real)
     for c, spec in zip(cells, spectra):
         total_phase += c.count * np.angle(spec[idx])
-    composed = np.zeros(n // 2 + 1, dtype=complex)
+    composed = np.zeros(n // 2 + 1, dtype=np.clongdouble if extended else complex)
     composed[idx] = np.exp(log_abs[idx] + 1j * total_phase)
-    pmf = scipy.fft.irfft(composed, n)
+    pmf = scipy.fft.irfft(composed, n).astype(float)
     pmf = np.roll(pmf, -(j_a % n))
     t0 = x0 + j_a * h
+    log_abs = log_abs.astype(float)
     # Floating-point bound on ||pmf - exact circular convolution||_1 (see module docstring).
     k_total = sum(c.count for c in cells)
     # |prod P_i^k_i - prod P^_i^k_i| <= sum_i k_i |dP_i| prod_l (|P^_l| + e)^(k_l - 1) (1 + e)^b
     weights = np.exp(log_abs_err) * (1 + e_inf) ** len(cells)
     spec_err = k_total * e_inf * weights
     # rounding of exp(sum k log|P| + i sum k arg P): relative (2 + pi) u per unit of k, plus the logs
-    power_err = ((2 + math.pi) * k_total + 200) * 2 * _U * np.exp(log_abs) * keep
+    power_err = ((2 + math.pi) * k_total + 200) * 2 * unit * np.exp(log_abs) * keep
     dropped = np.where(keep, 0.0, np.exp(log_abs))
     per_entry = spec_err + power_err + dropped
     fp_fft = math.sqrt(2.0 * float(np.sum(per_entry**2)))
-    fp_ifft = _FFT_STAGE_ULPS * _U * log2n * 2.0 * float(np.sum(np.abs(composed)))
+    fp_ifft = _FFT_STAGE_ULPS * unit * log2n * 2.0 * float(np.sum(np.abs(composed)))
     return t0, pmf, fp_fft + fp_ifft, n
 
 
-def _build_curve(components, direction: str, eps_target: float, delta_error: float, max_points: int) -> PRVCurve:
-    """Discretise, compose and bracket one direction."""
+def _build_curve(components, direction: str, eps_target: float, delta_error: float, max_points: int,
+                 extended: bool = False) -> PRVCurve:
+    """Discretise, compose and bracket one direction (``extended``: long-double FFT, see _compose)."""
     start = time.perf_counter()
     total = sum(k for _, k in components)
     eta0, eta1, eta2 = 0.5 * delta_error, 0.25 * delta_error, 0.25 * delta_error
@@ -892,12 +893,11 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
                              "summed over the compositions, overflow double precision); use method='rdp'")
         tails.append(tl)
     h = _planned_mesh(components, tails, eps_target, eta0)
-    mean_tol = 0.005 * eps_target / total
     # The achieved error is not proportional to h when the loss has atoms (ApproxDP, PureDP):
     # their offsets from the grid vary erratically with h. Refinement is therefore geometric with
     # a growing margin; the cell count is bounded by max_points, whose error names the options.
     for attempt in range(12):
-        cells = [_discretise(loss, k, h, tl, mean_tol, max_points) for (loss, k), tl in zip(components, tails)]
+        cells = [_discretise(loss, k, h, tl, max_points) for (loss, k), tl in zip(components, tails)]
         width, eta0_used, rule = _coupling(cells, h, eta0)
         bias = sum(c.count * c.mean_error for c in cells)
         eps_error = width + bias
@@ -910,12 +910,18 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
                          "after 12 refinements of the grid); pass a larger eps_error or use method='cf'")
     t_disc = time.perf_counter()
     eta1_used = sum(c.count * c.tail for c in cells)
-    orders = _chernoff_orders(cells, h, eta2 / 2)
-    lower, upper = _window(cells, h, eta2, orders)
-    t0, pmf, fp_fft, n = _compose(cells, h, lower, upper, max_points)
-    eta2_used = _tail_bound(cells, h, t0 - h / 2, t0 + (n - 0.5) * h, orders)
+    if total == 1:  # one step: no composition, no window, no FFT
+        only = cells[0]
+        t0, pmf, fp_fft, n, eta2_used = only.lo * h + only.shift, only.pmf.copy(), 0.0, only.pmf.size, 0.0
+    else:
+        orders = _chernoff_orders(cells, h, eta2 / 2)
+        lower, upper = _window(cells, h, eta2, orders)
+        t0, pmf, fp_fft, n = _compose(cells, h, lower, upper, max_points, extended)
+        eta2_used = _tail_bound(cells, h, t0 - h / 2, t0 + (n - 0.5) * h, orders)
     t_fft = time.perf_counter()
     fp_pmf = sum(c.count * c.pmf_error for c in cells)
+    # relative: the cell masses (hybrid argument) and the curve's own sums (PRVCurve)
+    rel_error = math.expm1(sum(c.count * math.log1p(c.pmf_rel_error) for c in cells) + (3 * n + 17) * _U)
     negative = float(-np.sum(pmf[pmf < 0]))
     fp = fp_fft + fp_pmf
     if negative > fp_fft:
@@ -923,7 +929,8 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
         fp = max(fp, 4 * negative + fp_pmf)
     np.maximum(pmf, 0.0, out=pmf)  # moves every entry towards the (non-negative) exact pmf
     delta_total = eta0_used + eta1_used + eta2_used + fp
-    min_delta = max(delta_total, 10 * fp)
+    # Below delta_total no eps is certified; just above it the bracket is valid but wide.
+    min_delta = 2 * delta_total
     log_finite = sum(k * math.log1p(-loss.inf_mass) for loss, k in components)
     details = (
         ("eps_coupling", width),
@@ -933,6 +940,7 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
         ("delta_wraparound_eta2", eta2_used),
         ("delta_fp_fft", fp_fft),
         ("delta_fp_pmf", fp_pmf),
+        ("delta_fp_relative", rel_error),
         ("negative_mass", negative),
         ("mesh", h),
         ("points", n),
@@ -947,4 +955,4 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
         t0 + (n - 1) * h, eps_error, delta_total, eta0_used, eta1_used, eta2_used, fp, t_disc - start,
         t_fft - t_disc)
     return PRVCurve(direction=direction, t0=t0, h=h, pmf=pmf, log_finite=log_finite, eps_error=eps_error,
-                    delta_error=delta_total, error_budget=budget)
+                    delta_error=delta_total, rel_error=rel_error, error_budget=budget)

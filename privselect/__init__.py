@@ -37,6 +37,7 @@ from .mechanisms import (
     compose,
 )
 
+from .accounting.dominating import ProfileMechanism
 from . import space
 from .dpsgd import DPSGDClassifier, make_dpsgd_trainer
 from .tuning import PrivateTuner, TuningResult
@@ -54,6 +55,7 @@ __all__ = [
     "SampledWithoutReplacement",
     "Composition",
     "compose",
+    "ProfileMechanism",
     "privacy_profile",
     "PrivacyProfile",
     "ErrorBudget",

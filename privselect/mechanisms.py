@@ -145,11 +145,14 @@ class ApproxDP(Mechanism):
 
 
 _SUBSAMPLABLE = (Gaussian, Laplace, RandomizedResponse, PureDP)
+#: Further bases Poisson subsampling accepts, added by the modules defining them
+#: (``accounting.dominating.ProfileMechanism``: a whole procedure run on one subsample).
+POISSON_BASES: list[type] = []
 
 
-def _check_subsample_base(base: object, how: str) -> None:
-    if not isinstance(base, _SUBSAMPLABLE):
-        names = ", ".join(c.__name__ for c in _SUBSAMPLABLE)
+def _check_subsample_base(base: object, how: str, extra: tuple[type, ...] = ()) -> None:
+    if not isinstance(base, _SUBSAMPLABLE + extra):
+        names = ", ".join(c.__name__ for c in _SUBSAMPLABLE + extra)
         raise ValueError(
             f"{how} supports bases {names}; got {type(base).__name__}. "
             "Subsample each step, then compose."
@@ -168,7 +171,7 @@ class PoissonSubsampled(Mechanism):
     rate: float
 
     def __post_init__(self) -> None:
-        _check_subsample_base(self.base, "poisson_subsample")
+        _check_subsample_base(self.base, "poisson_subsample", tuple(POISSON_BASES))
         object.__setattr__(self, "rate", check.half_open_unit("rate", self.rate))
 
     @property

@@ -52,6 +52,7 @@ __all__ = [
     "privacy_losses",
     "composed_losses",
     "UnsupportedMechanismError",
+    "subsampled_loss",
 ]
 
 
@@ -766,13 +767,22 @@ def _(mechanism: ApproxDP) -> DirectedLosses:
     return _symmetric(TwoPointLoss(mechanism.epsilon, mechanism.delta))
 
 
+@functools.singledispatch
+def subsampled_loss(base: PrivacyLoss, rate: float, direction: str) -> PrivacyLoss:
+    """Loss of the Poisson-subsampled pair of ``base`` (remove-direction pair), one direction.
+
+    Zhu, Dong, Wang 2022, Thm 11(1); laws with an exact subsampled form register their own.
+    """
+    return SubsampledLoss(base, rate, direction)
+
+
 def _subsampled(base: Mechanism, rate: float) -> DirectedLosses:
     base_losses = privacy_losses(base)
     if rate == 1.0:
         return base_losses
     return DirectedLosses(
-        remove=SubsampledLoss(base_losses.remove, rate, "remove"),
-        add=SubsampledLoss(base_losses.remove, rate, "add"),
+        remove=subsampled_loss(base_losses.remove, rate, "remove"),
+        add=subsampled_loss(base_losses.remove, rate, "add"),
     )
 
 

@@ -57,6 +57,7 @@ from ..mechanisms import (
     RandomizedResponse,
     SampledWithoutReplacement,
 )
+from .dominating import ProfileMechanism
 from .plrv import UnsupportedMechanismError
 from .profile import DirectionalCurve, ErrorBudget, PrivacyProfile
 
@@ -520,6 +521,18 @@ def _(mechanism: PoissonSubsampled, a: np.ndarray) -> np.ndarray:
 def _(mechanism: SampledWithoutReplacement, a: np.ndarray) -> np.ndarray:
     # Zhu, Dong, Wang 2022, Thm 11(2): same pairs as Poisson up to reflection (module docstring).
     return _subsampled_curve(mechanism.base, mechanism.rate, a)
+
+
+@_curve.register
+def _(mechanism: ProfileMechanism, a: np.ndarray) -> np.ndarray:
+    # exact Renyi divergences of the discrete dominating pair; +inf where it has mass at +-inf
+    return np.maximum(mechanism.losses.remove.renyi(a), mechanism.losses.add.renyi(a))
+
+
+@_subsampled_curve.register
+def _(base: ProfileMechanism, rate: float, a: np.ndarray) -> np.ndarray:
+    loss = base.losses.remove
+    return np.maximum(*(loss.poisson_subsampled(rate, side).renyi(a) for side in ("remove", "add")))
 
 
 @_curve.register

@@ -255,3 +255,51 @@ def test_scalar_fast_path_agrees_with_the_array_path():
         array = ps.gaussian_delta(np.array([eps]), float(mu))[0]
         assert isinstance(scalar, np.float64)
         assert scalar == pytest.approx(array, rel=1e-15, abs=1e-320)
+
+
+def _mp_gdp_epsilon(delta: float, mu, start: float) -> mp.mpf:
+    """eps(delta) of mu-GDP at mpmath precision (mu an mpf: the exact composed value), Newton from start."""
+    f = lambda e: mp.ncdf(-e / mu + mu / 2) - mp.exp(e) * mp.ncdf(-e / mu - mu / 2) - mp.mpf(delta)  # noqa: E731
+    return mp.findroot(f, mp.mpf(start))
+
+
+def test_exact_composition_adds_the_rounding_of_combining_the_steps():
+    """Issue 14: Gaussian(1.4709...).compose(5662) at delta=1.817e-11 certified 0.39 ulp *below* mpmath.
+
+    The composed mu = sqrt(5662) / 1.4709... is now carried as a certified range, so the upper eps is
+    at or above the 50-digit value, and the lower eps at or below it.
+    """
+    sigma, k, delta = 1.4709636774060535, 5662, 1.817e-11
+    prof = ps.privacy_profile(ps.Gaussian(sigma).compose(k), method="exact")
+    lower, upper = prof.epsilon_bounds(delta)
+    with mp.workdps(50):
+        truth = _mp_gdp_epsilon(delta, mp.sqrt(k) / mp.mpf(sigma), upper)
+        assert mp.mpf(lower) <= truth <= mp.mpf(upper)
+        assert (mp.mpf(upper) - truth) / truth < 1e-13  # and still tight
+    # heterogeneous composition: the same bracket property
+    from privselect.accounting.profile import composed_gaussian_curve
+
+    terms = [(1 / 0.7310000000000001, 3), (1 / 3.3, 977), (1 / 1.0000000000000002, 12)]
+    curve = composed_gaussian_curve(terms)
+    with mp.workdps(50):
+        mu = mp.sqrt(sum(k / mp.mpf(1 / m) ** 2 for m, k in [(1 / 0.7310000000000001, 3), (1 / 3.3, 977),
+                                                              (1 / 1.0000000000000002, 12)]))
+        assert curve.mu_lower <= mu <= curve.mu_upper
+        for d in (1e-3, 1e-9, 1e-15):
+            lo, up = (float(v) for v in curve.epsilon_bounds(np.array(d)))
+            truth = _mp_gdp_epsilon(d, mu, up)
+            assert mp.mpf(lo) <= truth <= mp.mpf(up)
+
+
+@pytest.mark.parametrize("sigma, k", [(1.0, 1), (1.4709636774060535, 5662), (1e-3, 1), (50.0, 10)])
+def test_extreme_epsilon_gives_the_correct_bound(sigma, k):
+    """delta(1e308) was 1.0 while delta(1e307) was 2e-323: the rounding bound of x overflowed."""
+    prof = ps.privacy_profile(ps.Gaussian(sigma).compose(k), method="exact")
+    tiny = 4 * float(np.finfo(float).smallest_subnormal)
+    for eps in (1e300, 1e307, 1e308, float(np.finfo(float).max)):
+        assert prof.delta(eps) <= tiny
+        assert prof.delta_bounds(eps)[0] == 0.0
+    assert prof.delta(math.inf) == 0.0
+    assert prof.delta(-1e308) == 1.0 and prof.delta(-math.inf) == 1.0
+    values = prof.delta(np.array([1e306, 1e307, 1e308, math.inf]))
+    assert np.all(np.diff(values) <= 0)

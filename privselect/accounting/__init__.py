@@ -47,19 +47,20 @@ def _rdp(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
 def _exact(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
     """Closed form for compositions of Gaussian mechanisms: mu = sqrt(sum k_i mu_i^2)."""
     from ..mechanisms import Gaussian
-    from .profile import GaussianCurve
+    from .profile import composed_gaussian_curve
 
     if options:
         raise ValueError(f"method='exact' takes no options, got {sorted(options)}")
-    total = 0.0
+    terms = []
     for part, count in mechanism.components():
         if not isinstance(part, Gaussian):
             raise ValueError(
                 f"method='exact' supports compositions of Gaussian mechanisms only; got {type(part).__name__}"
             )
-        total += count * part.mu**2
-    return PrivacyProfile(curves=(GaussianCurve(total**0.5),), method="exact", mechanism=mechanism,
-                          description=f"{total ** 0.5:.6g}-GDP (exact)")
+        terms.append((part.mu, count))
+    curve = composed_gaussian_curve(terms)  # certified range of mu: the rounding of combining the steps
+    return PrivacyProfile(curves=(curve,), method="exact", mechanism=mechanism,
+                          description=f"{curve.mu:.6g}-GDP (exact)")
 
 
 #: The accountants ``privacy_profile`` can use, by name.

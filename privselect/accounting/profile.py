@@ -36,6 +36,7 @@ __all__ = [
     "gdp_profile",
     "discrete_profile",
     "ScaledShiftedCurve",
+    "composed_gaussian_curve",
 ]
 
 
@@ -515,7 +516,8 @@ def _x_of(eps: np.ndarray, mu: float) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(over="ignore", under="ignore"):
         t = eps / mu
         x = 0.5 * mu - t
-        err = _U * (1 + 4 * _U) * (t + np.abs(x)) + 2 * _TINY
+        # two products, not _U (t + |x|): t + |x| overflows near the largest double (eps ~ 1e308)
+        err = _U * (1 + 4 * _U) * t + _U * (1 + 4 * _U) * np.abs(x) + 2 * _TINY
         # Double-double only where mu/2 - t cancels (t > 2 |x|); elsewhere it gains a factor 3 at most.
         exact = (t > 2.0 * np.abs(x)) & (t < 2.0**995) & (2.0**-960 < eps) & (eps < 2.0**1020) \
             & (2.0**-960 < mu < 2.0**995)
@@ -731,21 +733,29 @@ class GaussianCurve(DirectionalCurve):
 
     The bracket bounds every rounding of the closed form (see ``_gaussian_delta_side``); mu**2 must
     be a finite double (as in method='exact', which composes mu**2), so every eps(delta) is finite.
+    ``mu_bounds = (lo, hi)`` (with lo <= mu <= hi) is the certified range of mu when mu itself was
+    computed (e.g. composed from per-step values, :func:`composed_gaussian_curve`): delta(eps)
+    increases in mu, so the upper side is evaluated at hi and the lower side at lo.
     """
 
-    def __init__(self, mu: float, direction: str = "both") -> None:
+    def __init__(self, mu: float, direction: str = "both", mu_bounds: tuple[float, float] | None = None) -> None:
         self.mu = check.positive("mu", mu)
         if not math.isfinite(self.mu * self.mu):
             raise ValueError(f"mu must satisfy mu**2 < {np.finfo(float).max:.4g} (the variance of the privacy "
                              f"loss of mu-GDP must be a finite double), got mu={mu!r}")
+        lo, hi = (self.mu, self.mu) if mu_bounds is None else (float(mu_bounds[0]), float(mu_bounds[1]))
+        if not (0 < lo <= self.mu <= hi and math.isfinite(hi * hi)):
+            raise ValueError(f"mu_bounds must satisfy 0 < lo <= mu <= hi with hi**2 finite, got {mu_bounds!r}")
+        self.mu_lower, self.mu_upper = lo, hi
         self.direction = direction
         # The upper bound is never below 4 * smallest subnormal (its absolute rounding term).
-        self.error_budget = ErrorBudget(min_delta=4 * _TINY, details=(("closed_form", 0.0),))
+        self.error_budget = ErrorBudget(min_delta=4 * _TINY, details=(("closed_form", 0.0),
+                                                                      ("mu_relative_width", hi / lo - 1.0)))
 
     def delta_bounds(self, eps):
         e = np.asarray(eps, dtype=float)
-        lower = _gaussian_delta_side(e, self.mu, "lower").reshape(-1)
-        upper = _gaussian_delta_side(e, self.mu, "upper").reshape(-1)
+        lower = _gaussian_delta_side(e, self.mu_lower, "lower").reshape(-1)
+        upper = _gaussian_delta_side(e, self.mu_upper, "upper").reshape(-1)
         if upper.size > 1:  # keep both sides non-increasing in eps (still valid: delta is non-increasing)
             order = np.argsort(e.reshape(-1), kind="stable")
             upper[order] = np.maximum.accumulate(upper[order][::-1])[::-1]
@@ -757,9 +767,32 @@ class GaussianCurve(DirectionalCurve):
 
     def epsilon_bounds(self, delta):
         d = np.asarray(delta, dtype=float)
-        lower = _invert_gaussian(d, self.mu, "lower").reshape(d.shape)
-        upper = _invert_gaussian(d, self.mu, "upper").reshape(d.shape)
+        lower = _invert_gaussian(d, self.mu_lower, "lower").reshape(d.shape)
+        upper = _invert_gaussian(d, self.mu_upper, "upper").reshape(d.shape)
         return lower, upper
+
+
+def composed_gaussian_curve(terms, direction: str = "both", *, term_rel_error: float = 2 * _U) -> GaussianCurve:
+    """Exact curve of a composition of Gaussian mechanisms, ``terms = ((mu_i, k_i), ...)``.
+
+    mu = sqrt(sum k_i mu_i^2) (Dong, Roth, Su 2022, Cor. 3.3), with the rounding of this
+    combination bounded: each mu_i is within ``term_rel_error`` of its true value (default two
+    units of roundoff: one division as in ``1 / noise_multiplier``), its square and the product
+    with k_i add 3 u, the sum of n terms n u (any order) and the square root u. Returns a
+    :class:`GaussianCurve` whose ``mu_bounds`` contain the true mu.
+    """
+    terms = [(check.positive("mu", m), int(k)) for m, k in terms]
+    if not terms or any(k < 1 for _, k in terms):
+        raise ValueError("terms must be a non-empty sequence of (mu, count) with count >= 1")
+    with np.errstate(over="ignore"):
+        total = math.fsum(float(k) * m * m for m, k in terms)
+    mu = math.sqrt(total)
+    # relative error of total: (1 + r)^2 (1 + u)^3 per term, then the sum; of mu: half of it plus u
+    r_total = (1 + term_rel_error) ** 2 * (1 + _U) ** (3 + len(terms)) - 1
+    rel = 0.5 * r_total + 2 * _U
+    lo = mu * (1 - rel) * (1 - _U)
+    hi = mu * (1 + rel) * (1 + _U)
+    return GaussianCurve(mu, direction, mu_bounds=(lo, hi))
 
 
 class DiscretePairCurve(DirectionalCurve):

@@ -19,53 +19,14 @@ import logging
 import numpy as np
 
 import privselect as ps
-from benchmarks._timing import best_of
-
-DELTA = 1e-5
-DPSGD = [(1.1, 256 / 60000, 14063)]
-HETEROGENEOUS = [(1.1, 256 / 60000, 5000), (0.8, 0.01, 2000), (2.0, 0.05, 1000)]
-
-
-def privselect_mechanism(parts):
-    return ps.compose(*[ps.Gaussian(s).poisson_subsample(q).compose(t) for s, q, t in parts])
+from tests.support.peers import (DELTA, DPSGD, HETEROGENEOUS, privselect_mechanism, run_dp_accounting_pld,
+                                 run_dp_accounting_rdp, run_prv_accountant)
+from tests.support.timing import best_of
 
 
 def run_privselect(parts, method, **options):
     prof = ps.privacy_profile(privselect_mechanism(parts), method=method, **options)
     return prof.epsilon_bounds(DELTA)
-
-
-def run_dp_accounting_pld(parts, interval, pessimistic=True):
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
-    total = None
-    for s, q, t in parts:
-        one = pld.from_gaussian_mechanism(
-            standard_deviation=s, sensitivity=1, sampling_prob=q,
-            value_discretization_interval=interval, pessimistic_estimate=pessimistic,
-            use_connect_dots=pessimistic,
-        ).self_compose(t)
-        total = one if total is None else total.compose(one)
-    return total.get_epsilon_for_delta(DELTA)
-
-
-def run_prv_accountant(parts):
-    from prv_accountant import PoissonSubsampledGaussianMechanism, PRVAccountant
-
-    acc = PRVAccountant(
-        prvs=[PoissonSubsampledGaussianMechanism(noise_multiplier=s, sampling_probability=q) for s, q, _ in parts],
-        max_self_compositions=[t for *_, t in parts], eps_error=0.01, delta_error=DELTA / 1000,
-    )
-    return acc.compute_epsilon(DELTA, num_self_compositions=[t for *_, t in parts])
-
-
-def run_dp_accounting_rdp(parts):
-    import dp_accounting
-
-    acc = dp_accounting.rdp.RdpAccountant()
-    for s, q, t in parts:
-        acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), t)
-    return acc.get_epsilon(DELTA)
 
 
 def report(name, parts):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import privselect as ps
-from benchmarks._timing import best_of
+from tests.support.timing import best_of
 
 SIGMA, RATE, STEPS, DELTA = 1.1, 256 / 60000, 14063, 1e-5
 

@@ -2,7 +2,8 @@
 
 Every module exposes ``run(quick=False, out_dir=None) -> dict`` (the key numbers, plus the
 paths of the CSV and PNG it wrote to ``experiments/results/``). Run them with
-``python -m experiments NAME|all|--list`` or, from code, :func:`run`.
+``python -m experiments list`` and ``python -m experiments run NAME|all [--quick]`` from the
+checkout's root or, from code, `run`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ dp-accounting PLD (pessimistic, value discretisation 1e-3 and 1e-4), prv-account
 pessimistic curve tabulated every 1e-3 in eps, not a privselect certificate; prv-accountant
 has no vectorised delta(eps),
 so it is left out), against the RDP bound KRW Thm 5.1 from privselect and from dp-accounting
-(``RepeatAndSelectDpEvent``). The peer runners are reused from ``benchmarks/accounting.py``.
+(``RepeatAndSelectDpEvent``). The peer runners are those of ``tests/support/peers.py`` (shared with ``benchmarks/accounting.py``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import time
 import numpy as np
 
 import privselect as ps
-from benchmarks._timing import best_of
-from benchmarks.accounting import (DELTA, privselect_mechanism, run_dp_accounting_pld, run_dp_accounting_rdp,
-                                   run_prv_accountant)
+from tests.support.peers import (DELTA, dp_accounting_pld, privselect_mechanism, run_dp_accounting_pld,
+                                 run_dp_accounting_rdp, run_prv_accountant)
+from tests.support.timing import best_of
 
 from . import _common as c
 
@@ -34,18 +34,6 @@ MECHANISMS = (
     ("DP-SGD, KRW Fig. 6", [(1.1, 256 / 60000, math.ceil(60 / (256 / 60000)))]),
     ("large batch, KRW Fig. 7", [(21.1, 16384 / 50000, 250)]),
 )
-
-
-def _pld(parts, interval: float):
-    """The composed pessimistic PLD object of dp-accounting (as in benchmarks/accounting.py)."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
-    total = None
-    for s, q, t in parts:
-        one = pld.from_gaussian_mechanism(standard_deviation=s, sensitivity=1, sampling_prob=q,
-                                          value_discretization_interval=interval).self_compose(t)
-        total = one if total is None else total.compose(one)
-    return total
 
 
 def _dp_accounting_selection(parts) -> float:
@@ -97,7 +85,7 @@ def _rows_for(label: str, parts, repeat: int) -> list[dict]:
         def pld_base(interval=interval):
             eps = run_dp_accounting_pld(parts, interval)
             grid = np.arange(-5.0, 40.0, PLD_GRID_STEP)
-            prof = c.tabulated_profile(grid, np.asarray(_pld(parts, interval).get_delta_for_epsilon(grid), dtype=float),
+            prof = c.tabulated_profile(grid, np.asarray(dp_accounting_pld(parts, interval).get_delta_for_epsilon(grid), dtype=float),
                                        f"dp-accounting PLD {interval:g}", mechanism=mech)
             return math.nan, eps, prof
         add(f"dp-accounting PLD {interval:g}", pld_base, thm52, certified=False)

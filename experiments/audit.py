@@ -22,7 +22,6 @@ Writes ``audit.csv`` (one row per audit) to ``experiments/results/`` (``quick/``
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import time
@@ -34,6 +33,8 @@ import privselect as ps
 from privselect import audit as A
 from privselect.accounting.profile import discrete_profile
 from privselect.selection.rnm import rnm_profile
+from tests.support import audit as S
+from tests.support.audit import LeakyTuner
 
 NAME = "audit"
 CONFIDENCE = 0.95
@@ -72,7 +73,7 @@ def _row(audit, mechanism, params, result: A.AuditResult, certified, exact=None,
 
 def gaussian_rnm_pmf(scores, sigma):
     """The exact RNM output law, normalised (quadrature error aside it sums to 1)."""
-    p = A.gaussian_report_noisy_max_pmf(scores, sigma)
+    p = S.gaussian_report_noisy_max_pmf(scores, sigma)
     return p / p.sum()
 
 
@@ -88,7 +89,7 @@ def transcript_llr(out):
 def audit_gaussian(ns, sigmas, deltas, seed):
     rows = []
     for sigma in sigmas:
-        mech = A.gaussian_sum_mechanism(sigma)
+        mech = S.gaussian_sum_mechanism(sigma)
         for delta in deltas:
             exact = float(ps.gaussian_epsilon(delta, 1 / sigma))
             cert = ps.privacy_profile(ps.Gaussian(sigma), method="prv").epsilon(delta)
@@ -107,7 +108,7 @@ def audit_rnm(n, sigmas, delta, seed):
             m = len(x)
             cert = rnm_profile(ps.Gaussian(sigma), m, method="exact").epsilon(delta)
             exact = discrete_profile(gaussian_rnm_pmf(x, sigma), gaussian_rnm_pmf(x2, sigma)).epsilon(delta)
-            r = A.audit(A.report_noisy_max_mechanism(ps.Gaussian(sigma)), np.array(x), np.array(x2), delta=delta,
+            r = A.audit(S.report_noisy_max_mechanism(ps.Gaussian(sigma)), np.array(x), np.array(x2), delta=delta,
                         n_samples=n, seed=seed, confidence=CONFIDENCE)
             rows.append(_row("report_noisy_max", f"RNM(Gaussian({sigma}), m={m})", f"x={x}, x'={x2}", r, cert,
                              exact))
@@ -125,7 +126,7 @@ def audit_tuner(n, sigmas, deltas, seed):
         for label, k in k_families(10):
             for delta in deltas:
                 cert = ps.certify(ps.Gaussian(sigma), k, delta, accountant="exact").epsilon
-                r = A.audit(A.best_of_k_mechanism(k, ps.Gaussian(sigma)), np.array([0.0]), np.array([1.0]),
+                r = A.audit(S.best_of_k_mechanism(k, ps.Gaussian(sigma)), np.array([0.0]), np.array([1.0]),
                             delta=delta, statistic=best_score, n_samples=n, seed=seed, confidence=CONFIDENCE)
                 rows.append(_row("tuner", f"best of K ~ {label}(10), Gaussian({sigma}) runs", repr(k), r, cert))
     return rows
@@ -140,33 +141,11 @@ def audit_broken_tuner(n, delta, seed):
     rows = []
     for label, k, sigma in BROKEN:
         cert = ps.certify(ps.Gaussian(sigma), k, delta, accountant="exact").epsilon
-        r = A.audit(A.best_of_k_mechanism(k, ps.Gaussian(sigma), leak=True), np.array([0.0]), np.array([1.0]),
+        r = A.audit(S.best_of_k_mechanism(k, ps.Gaussian(sigma), leak=True), np.array([0.0]), np.array([1.0]),
                     delta=delta, statistic=transcript_llr, n_samples=n, seed=seed, confidence=CONFIDENCE)
         rows.append(_row("broken_tuner", f"LEAKY best of K ~ {label}, Gaussian({sigma}) runs", repr(k), r, cert,
                          expect_violation=True))
     return rows
-
-
-class LeakyTuner(ps.PrivateTuner):
-    """BROKEN on purpose: the real PrivateTuner, plus every non-winning score in its output."""
-
-    def run(self, data):
-        scores = []
-        inner = self.train
-
-        def spy(params, d, rng):
-            s = inner(params, d, rng)
-            scores.append(s)
-            return s
-
-        self.train = spy
-        try:
-            result = super().run(data)
-        finally:
-            self.train = inner
-        losers = sorted(scores)[:-1]
-        return dataclasses.replace(result, best_output={"losers_sum": float(np.sum(losers)),
-                                                        "losers_count": float(len(losers))})
 
 
 def audit_real_tuner(n, seed):

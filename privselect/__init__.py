@@ -1,81 +1,78 @@
 """privselect: differentially private hyperparameter selection with certified privacy profiles.
 
-Data flow: mechanism descriptions -> accountants -> :class:`PrivacyProfile` -> selection
-bounds -> certificates -> the private tuner. This module re-exports the public API only.
+Data flow: mechanism descriptions -> accountants -> `PrivacyProfile` -> selection bounds ->
+certificates -> the private tuner. This module re-exports the public API only, lazily
+(PEP 562): ``import privselect`` loads none of scikit-learn, Optuna, joblib, matplotlib, tqdm or
+dask; each public name imports its module on first use.
+
+Adding a public name: add one line ``"Name": ".module",`` to ``_PUBLIC`` below.
 """
 
-from .accounting import (
-    CertificationError,
-    ErrorBudget,
-    PrivacyProfile,
-    gaussian_delta,
-    gaussian_epsilon,
-    gdp_profile,
-    privacy_profile,
-)
-from .selection import (
-    Binomial,
-    Certificate,
-    Geometric,
-    Logarithmic,
-    Poisson,
-    TruncatedNegativeBinomial,
-    certify,
-    report_noisy_max,
-    selection_profile,
-)
-from .mechanisms import (
-    ApproxDP,
-    Composition,
-    Gaussian,
-    Laplace,
-    Mechanism,
-    PoissonSubsampled,
-    PureDP,
-    RandomizedResponse,
-    SampledWithoutReplacement,
-    compose,
-)
+from __future__ import annotations
 
-from .accounting.dominating import ProfileMechanism
-from . import space
-from .dpsgd import DPSGDClassifier, make_dpsgd_trainer
-from .tuning import PrivateTuner, TuningResult
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Mechanism",
-    "Gaussian",
-    "Laplace",
-    "RandomizedResponse",
-    "PureDP",
-    "ApproxDP",
-    "PoissonSubsampled",
-    "SampledWithoutReplacement",
-    "Composition",
-    "compose",
-    "ProfileMechanism",
-    "privacy_profile",
-    "PrivacyProfile",
-    "ErrorBudget",
-    "CertificationError",
-    "gdp_profile",
-    "gaussian_delta",
-    "gaussian_epsilon",
-    "TruncatedNegativeBinomial",
-    "Geometric",
-    "Logarithmic",
-    "Binomial",
-    "Poisson",
-    "certify",
-    "Certificate",
-    "selection_profile",
-    "report_noisy_max",
-    "PrivateTuner",
-    "TuningResult",
-    "space",
-    "DPSGDClassifier",
-    "make_dpsgd_trainer",
-    "__version__",
-]
+#: Public name -> the module (relative to this package) that defines it. A name equal to its
+#: module's last component (``"space": ".space"``) whose module has no such attribute is the
+#: module itself.
+_PUBLIC: dict[str, str] = {
+    # mechanisms
+    "Mechanism": ".mechanisms",
+    "Gaussian": ".mechanisms",
+    "Laplace": ".mechanisms",
+    "RandomizedResponse": ".mechanisms",
+    "PureDP": ".mechanisms",
+    "ApproxDP": ".mechanisms",
+    "PoissonSubsampled": ".mechanisms",
+    "SampledWithoutReplacement": ".mechanisms",
+    "Composition": ".mechanisms",
+    "compose": ".mechanisms",
+    "ProfileMechanism": ".accounting.dominating",
+    # accounting
+    "privacy_profile": ".accounting",
+    "PrivacyProfile": ".accounting",
+    "ErrorBudget": ".accounting",
+    "CertificationError": ".accounting",
+    "gdp_profile": ".accounting",
+    "gaussian_delta": ".accounting",
+    "gaussian_epsilon": ".accounting",
+    # selection
+    "TruncatedNegativeBinomial": ".selection",
+    "Geometric": ".selection",
+    "Logarithmic": ".selection",
+    "Binomial": ".selection",
+    "Poisson": ".selection",
+    "certify": ".selection",
+    "Certificate": ".selection",
+    "selection_profile": ".selection",
+    "report_noisy_max": ".selection",
+    # tuning
+    "PrivateTuner": ".tuning",
+    "TuningResult": ".tuning",
+    "space": ".space",
+    # apps
+    "DPSGDClassifier": ".dpsgd",
+    "make_dpsgd_trainer": ".dpsgd",
+}
+
+__all__ = [*_PUBLIC, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module behind public ``name`` on first use (PEP 562) and cache the value."""
+    try:
+        module_name = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module 'privselect' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name, __name__)
+    value = module if module_name == f".{name}" and not hasattr(module, name) else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+

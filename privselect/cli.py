@@ -235,25 +235,6 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _experiments(args: argparse.Namespace) -> int:
-    try:
-        import experiments
-    except ImportError:
-        print("the experiments live in the source checkout (experiments/); run this from its root", file=sys.stderr)
-        return 2
-    if args.action == "list":
-        for name in experiments.EXPERIMENTS:
-            print(f"{name:<24}{experiments.describe(name)}")
-        return 0
-    try:
-        results = experiments.run(args.name, quick=args.quick)
-    except KeyError as exc:
-        print(exc.args[0], file=sys.stderr)
-        return 2
-    print(json.dumps(results, indent=2, default=str))
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="privselect", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"privselect {__version__}")
@@ -280,11 +261,6 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--n-jobs", type=_FLAG_TYPES["n_jobs"], default=1)
     demo.add_argument("--json", metavar="PATH", help="write the certificate as JSON")
     demo.set_defaults(run=_demo)
-    exp = sub.add_parser("experiments", help="reproduce the paper's figures (from a source checkout)")
-    exp.add_argument("action", choices=["run", "list"])
-    exp.add_argument("name", nargs="?", default="all", help="experiment name, alias (fig7) or 'all'")
-    exp.add_argument("--quick", action="store_true", help="small grids, for a smoke test")
-    exp.set_defaults(run=_experiments)
     return parser
 
 

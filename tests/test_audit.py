@@ -11,10 +11,11 @@ import pytest
 from scipy import stats
 
 import privselect as ps
-from experiments.audit import LeakyTuner
 from privselect import audit as A
 from privselect.accounting.profile import discrete_profile
 from privselect.selection.rnm import rnm_profile
+from tests.support import audit as S
+from tests.support.audit import LeakyTuner
 
 N = 200_000
 
@@ -76,7 +77,7 @@ def test_epsilon_lower_bound_validates(kwargs, exc, name):
     (dict(vectorised="yes"), TypeError, "vectorised"),
 ])
 def test_audit_validates(kwargs, exc, name):
-    args = dict(mechanism=A.gaussian_sum_mechanism(1.0), data=[0.0], neighbour=[1.0], delta=1e-3, n_samples=1000)
+    args = dict(mechanism=S.gaussian_sum_mechanism(1.0), data=[0.0], neighbour=[1.0], delta=1e-3, n_samples=1000)
     args.update(kwargs)
     mechanism = args.pop("mechanism")
     with pytest.raises(exc, match=name):
@@ -84,7 +85,7 @@ def test_audit_validates(kwargs, exc, name):
 
 
 def test_identical_data_sets_give_zero():
-    r = A.audit(A.gaussian_sum_mechanism(1.0), [0.0], [0.0], delta=0.0, n_samples=50_000, seed=0)
+    r = A.audit(S.gaussian_sum_mechanism(1.0), [0.0], [0.0], delta=0.0, n_samples=50_000, seed=0)
     assert r.epsilon_lower == 0.0 and r.threshold is None
     assert r.to_dict()["kind"].startswith("empirical lower bound")
 
@@ -105,7 +106,7 @@ def test_coverage_lower_bound_rarely_exceeds_the_truth():
 
 def test_fixed_threshold_family_uses_all_samples_and_bonferroni():
     t = [0.0, 1.0, 2.0, 3.0]
-    r = A.audit(A.gaussian_sum_mechanism(1.0), [], [1.0], delta=0.01, thresholds=t, n_samples=20_000, seed=3)
+    r = A.audit(S.gaussian_sum_mechanism(1.0), [], [1.0], delta=0.01, thresholds=t, n_samples=20_000, seed=3)
     assert r.n_samples == (20_000, 20_000) and r.n_thresholds == 4
     assert 0 < r.epsilon_lower <= ps.gaussian_epsilon(0.01, 1.0)
 
@@ -123,7 +124,7 @@ def test_non_vectorised_mechanism_and_plain_callable():
 
 
 def test_result_helpers():
-    r = A.audit(A.gaussian_sum_mechanism(1.0), [0.0], [1.0], delta=0.01, n_samples=20_000, seed=1)
+    r = A.audit(S.gaussian_sum_mechanism(1.0), [0.0], [1.0], delta=0.01, n_samples=20_000, seed=1)
     assert r.tightness(4.0) == pytest.approx(r.epsilon_lower / 4.0)
     assert not r.violates(10.0) and r.violates(0.0)
     with pytest.raises(ValueError, match="certified_epsilon"):
@@ -133,7 +134,7 @@ def test_result_helpers():
 def test_sample_k_matches_the_law():
     rng = np.random.default_rng(0)
     for k in (ps.Geometric(mean=5), ps.Binomial(8, 0.3), ps.Poisson(4.0), ps.Logarithmic(mean=3)):
-        draws = A.sample_k(k, 50_000, rng)
+        draws = S.sample_k(k, 50_000, rng)
         support = np.arange(k.min_k, draws.max() + 1)
         freq = np.bincount(draws - k.min_k, minlength=support.size) / draws.size
         assert np.max(np.abs(freq - k.pmf(support))) < 0.01
@@ -148,7 +149,7 @@ def test_gaussian_mechanism_audit(sigma):
     delta = 1e-2
     exact = float(ps.gaussian_epsilon(delta, 1 / sigma))
     cert = ps.privacy_profile(ps.Gaussian(sigma), method="prv").epsilon(delta)
-    r = A.audit(A.gaussian_sum_mechanism(sigma), np.zeros(5), np.r_[np.zeros(5), 1.0], delta=delta, n_samples=N,
+    r = A.audit(S.gaussian_sum_mechanism(sigma), np.zeros(5), np.r_[np.zeros(5), 1.0], delta=delta, n_samples=N,
                 seed=10)
     assert r.epsilon_lower <= exact <= cert
     assert r.tightness(cert) > 0.8  # close to the exact value with 2e5 draws
@@ -158,7 +159,7 @@ def test_gaussian_mechanism_audit(sigma):
 
 
 def gaussian_rnm_pmf(scores, sigma):
-    p = A.gaussian_report_noisy_max_pmf(scores, sigma)
+    p = S.gaussian_report_noisy_max_pmf(scores, sigma)
     return p / p.sum()
 
 
@@ -167,7 +168,7 @@ def test_report_noisy_max_audit(sigma):
     x, x2, delta = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 1.0]), 1e-2
     cert = rnm_profile(ps.Gaussian(sigma), 3, method="exact").epsilon(delta)
     exact = discrete_profile(gaussian_rnm_pmf(x, sigma), gaussian_rnm_pmf(x2, sigma)).epsilon(delta)
-    r = A.audit(A.report_noisy_max_mechanism(ps.Gaussian(sigma)), x, x2, delta=delta, n_samples=N, seed=11)
+    r = A.audit(S.report_noisy_max_mechanism(ps.Gaussian(sigma)), x, x2, delta=delta, n_samples=N, seed=11)
     assert r.epsilon_lower <= exact <= cert
     assert r.epsilon_lower >= 0.9 * exact  # the pair's own epsilon is nearly reached
     # the released index is distributed as the library's report_noisy_max
@@ -202,7 +203,7 @@ def test_tuner_audit_below_certificate(k):
     delta = 1e-2
     cert = ps.PrivateTuner(_train, {"j": ps.space.Choice([0])}, ps.Gaussian(SIGMA), k, delta,
                            accountant="exact").certificate.epsilon
-    r = A.audit(A.best_of_k_mechanism(k, ps.Gaussian(SIGMA)), np.array([0.0]), np.array([1.0]), delta=delta,
+    r = A.audit(S.best_of_k_mechanism(k, ps.Gaussian(SIGMA)), np.array([0.0]), np.array([1.0]), delta=delta,
                 statistic=_best_score, n_samples=N, seed=12)
     assert 0.3 * cert < r.epsilon_lower <= cert
 
@@ -219,7 +220,7 @@ def test_simulator_matches_the_real_tuner(k):
         res = tuner.run(data)
         real.append(res.best_score if res.selected else -np.inf)
     real = np.array(real)
-    sim = A.best_of_k_mechanism(k, ps.Gaussian(SIGMA))(data, np.random.default_rng(0), size=20_000)["best_score"]
+    sim = S.best_of_k_mechanism(k, ps.Gaussian(SIGMA))(data, np.random.default_rng(0), size=20_000)["best_score"]
     assert abs(np.mean(np.isinf(real)) - np.mean(np.isinf(sim))) < 0.03
     assert stats.ks_2samp(real[np.isfinite(real)], sim[np.isfinite(sim)]).pvalue > 1e-3
 
@@ -237,9 +238,9 @@ def _transcript_llr(out):
 def test_auditor_catches_a_tuner_that_leaks_non_winning_scores(k, sigma):
     delta = 1e-2
     cert = ps.certify(ps.Gaussian(sigma), k, delta, accountant="exact").epsilon
-    honest = A.audit(A.best_of_k_mechanism(k, ps.Gaussian(sigma)), np.array([0.0]), np.array([1.0]), delta=delta,
+    honest = A.audit(S.best_of_k_mechanism(k, ps.Gaussian(sigma)), np.array([0.0]), np.array([1.0]), delta=delta,
                      statistic=_best_score, n_samples=N, seed=13)
-    leaky = A.audit(A.best_of_k_mechanism(k, ps.Gaussian(sigma), leak=True), np.array([0.0]), np.array([1.0]),
+    leaky = A.audit(S.best_of_k_mechanism(k, ps.Gaussian(sigma), leak=True), np.array([0.0]), np.array([1.0]),
                     delta=delta, statistic=_transcript_llr, n_samples=N, seed=13)
     assert not honest.violates(cert)
     assert leaky.violates(cert) and leaky.epsilon_lower > cert + 0.5
@@ -259,7 +260,7 @@ def test_real_leaky_tuner_has_the_simulated_law_and_is_caught():
     # the real code path, audited through the non-vectorised interface
     real = A.audit(run_once, [0.0], [1.0], delta=delta, statistic=lambda o: _transcript_llr(o)[0], n_samples=1500,
                    seed=14)
-    sim = A.best_of_k_mechanism(k, ps.Gaussian(sigma), leak=True)
+    sim = S.best_of_k_mechanism(k, ps.Gaussian(sigma), leak=True)
     sample = np.array([_transcript_llr(run_once([1.0], np.random.default_rng(s)))[0] for s in range(500)])
     simulated = _transcript_llr(sim(np.array([1.0]), np.random.default_rng(0), size=20_000))
     assert stats.ks_2samp(sample, simulated).pvalue > 1e-3

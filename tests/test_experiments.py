@@ -3,6 +3,9 @@
 import csv
 import math
 import re
+import shlex
+import subprocess
+import sys
 import time
 
 import pytest
@@ -128,7 +131,30 @@ def test_tradeoff_selection_costs_power_and_profile_dominates_rdp(results):
     assert key["rdp_tradeoff_above_profile_max"] < 1e-6
 
 
-def test_command_line_lists_experiments(capsys):
-    assert experiments_main(["--list"]) == 0
+def test_command_line_lists_experiments_and_names_a_bad_one(capsys):
+    assert experiments_main(["list"]) == 0
     assert "fig7_large_batch" in capsys.readouterr().out
-    assert experiments_main(["fig5"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        experiments_main(["run", "fig5"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "fig5" in err and "usage: python -m experiments run" in err
+
+
+def _readme_commands() -> list[str]:
+    """The experiments commands in the README's code blocks, exactly as written."""
+    text = (REPO_ROOT / "README.md").read_text()
+    blocks = re.findall(r"```(\w*)\n(.*?)```", text, flags=re.S)
+    return [line.split("  #")[0].strip() for language, block in blocks if language in ("bash", "sh", "")
+            for line in block.splitlines() if " -m experiments" in line]
+
+
+def test_readme_experiments_commands_run_from_the_checkout_root():
+    commands = _readme_commands()
+    assert len(commands) >= 2 and any(" list" in c for c in commands) and any(" run " in c for c in commands)
+    for command in commands:
+        argv = shlex.split(command)
+        if argv[0] in ("python", "python3") or not (REPO_ROOT / argv[0]).exists():
+            argv[0] = sys.executable  # the README's interpreter (.venv/bin/python) when the test runs elsewhere
+        done = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (command, done.stderr[-2000:])
+        assert done.stdout.strip()

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from benchmarks.soundness import Case, small_k_epsilon
+from tests.support.soundness import Case, small_k_epsilon
 from privselect.accounting import CertificationError
 
 

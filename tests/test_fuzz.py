@@ -28,6 +28,7 @@ import privselect as ps
 from privselect import audit as A
 from privselect import cli
 from privselect.selection import calibrate, rnm
+from tests.support import audit as S
 
 CALL_SECONDS = 60  # "never a hang": every single call must return (or raise) within this
 
@@ -455,7 +456,7 @@ def test_fuzz_audit_runner(n, delta, n_thresholds, pilot, sigma):
     nn = as_float(n)
     # the auditor's work is n_samples draws by contract (capped at A.MAX_SAMPLES); keep calls short
     assume(nn is None or nn <= 10**6 or nn > A.MAX_SAMPLES)
-    ok, r = attempt(lambda: A.audit(A.gaussian_sum_mechanism(sigma), [0.0], [1.0], delta=delta, n_samples=n,
+    ok, r = attempt(lambda: A.audit(S.gaussian_sum_mechanism(sigma), [0.0], [1.0], delta=delta, n_samples=n,
                                     n_thresholds=n_thresholds, pilot_fraction=pilot, seed=0),
                     "n_samples", "delta", "n_thresholds", "pilot_fraction", "confidence")
     if ok:

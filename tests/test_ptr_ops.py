@@ -16,7 +16,6 @@ from scipy import integrate, stats
 from privselect.ptr import ops
 from privselect.ptr.ops import (
     clip_records,
-    neighbour_quantities,
     ops_delta,
     ops_epsilon,
     ops_epsilon_exact,
@@ -30,6 +29,7 @@ from privselect.ptr.ops import (
     ridge_solution,
     sample_ops,
 )
+from tests.support.ptr import neighbour_quantities
 
 
 def _data(n: int, d: int, seed: int, x_bound: float = 1.0, y_bound: float = 1.0):

@@ -7,13 +7,13 @@ import pytest
 from scipy import special, stats
 
 import privselect as ps
-from privselect.audit import gaussian_report_noisy_max_pmf as gaussian_rnm_pmf
 from privselect.selection.rnm import (
     report_noisy_max,
     rnm_epsilon_closed_form,
     rnm_noise_mechanism,
     rnm_profile,
 )
+from tests.support.audit import gaussian_report_noisy_max_pmf as gaussian_rnm_pmf
 
 
 def hockey(a, b, eps):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from benchmarks.soundness import Case, check_case, sample_cases, small_k_epsilon, summarise
+from tests.support.soundness import Case, check_case, sample_cases, small_k_epsilon, summarise
 
 
 def test_pld_slice_has_no_violations():

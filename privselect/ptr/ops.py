@@ -58,7 +58,6 @@ __all__ = [
     "OPSLocalBounds",
     "ops_local_bounds",
     "bounds_from_statistics",
-    "neighbour_quantities",
     "clip_records",
 ]
 
@@ -384,11 +383,3 @@ def bounds_from_statistics(alpha: float, lambda_min, log_norm, x_bound: float):
         return OPSLocalBounds(float(h), float(x_bound ** 2 / h), float(math.exp(u) * inflate), float(u),
                               float(math.log(inflate)))
     return OPSLocalBounds(h, x_bound ** 2 / h, np.exp(u) * inflate, u, np.log(inflate))
-
-
-def neighbour_quantities(S_X: np.ndarray, S_y: np.ndarray, x: np.ndarray, y: float, alpha: float,
-                         gamma: float = 1.0) -> tuple[float, float]:
-    """(mu, rho) of the pair (S, S u {(x, y)}): leverage of x w.r.t. S and scaled residual (for tests)."""
-    theta, L = ridge_solution(S_X, S_y, alpha)
-    v = linalg.solve_triangular(L, x, lower=True)
-    return float(v @ v), math.sqrt(gamma) * abs(float(y - x @ theta))

@@ -1,4 +1,4 @@
-"""Small timing helpers shared by the benchmarks (best of n wall-clock runs)."""
+"""Small timing helpers shared by the benchmarks and experiments (best of n wall-clock runs)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,84 @@
+"""The package boundary and lazy imports: what ``import privselect`` loads, and what the library imports."""
+
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+
+import privselect
+from tests.support import REPO_ROOT, project_files
+
+HEAVY = ("sklearn", "optuna", "joblib", "matplotlib", "tqdm", "dask")
+
+
+def _python(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_import_privselect_loads_no_heavy_dependency():
+    out = _python("import sys, json, privselect\n"
+                  f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))")
+    assert json.loads(out) == []
+
+
+def test_every_public_name_resolves_lazily_and_star_import_works():
+    out = _python("import sys, json, privselect as ps\n"
+                  "missing = [n for n in ps.__all__ if getattr(ps, n, None) is None]\n"
+                  "ns = {}; exec('from privselect import *', ns)\n"
+                  "print(json.dumps({'missing': missing, 'star': sorted(set(ps.__all__) - set(ns)),"
+                  " 'sklearn_after_dpsgd': (ps.DPSGDClassifier, 'sklearn' in sys.modules)[1]}))")
+    found = json.loads(out)
+    assert found == {"missing": [], "star": [], "sklearn_after_dpsgd": True}
+
+
+def test_lazy_names_are_the_defining_objects():
+    from privselect.mechanisms import Gaussian
+    from privselect.selection import certify
+
+    assert privselect.Gaussian is Gaussian and privselect.certify is certify
+    assert privselect.space.__name__ == "privselect.space"
+    assert set(privselect.__all__) <= set(dir(privselect))
+    with pytest.raises(AttributeError, match="no attribute 'Gausian'"):
+        privselect.Gausian  # noqa: B018
+
+
+def _imported_modules(path):
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+            yield str(node.args[0].value)
+
+
+def test_library_never_imports_experiments_benchmarks_or_tests():
+    library = [p for p in project_files(".py") if p.is_relative_to(REPO_ROOT / "privselect")]
+    assert len(library) > 20
+    crossing = {(str(p.relative_to(REPO_ROOT)), name) for p in library for name in _imported_modules(p)
+                if name.split(".")[0] in ("experiments", "benchmarks", "tests")}
+    assert crossing == set()
+
+
+def test_experiments_and_benchmarks_depend_on_privselect_and_test_support_only():
+    crossing = set()
+    for folder, forbidden in (("experiments", ("benchmarks",)), ("benchmarks", ("experiments",))):
+        for p in project_files(".py"):
+            if p.is_relative_to(REPO_ROOT / folder):
+                crossing |= {(str(p.relative_to(REPO_ROOT)), n) for n in _imported_modules(p)
+                             if n.split(".")[0] in forbidden or (n.startswith("tests") and not n.startswith("tests.support"))}
+    assert crossing == set()
+
+
+def test_installed_package_holds_no_test_scaffolding():
+    """Test helpers live in tests/support; the package ships no deliberately broken code."""
+    scaffolding = ("LeakyTuner", "leak=", "neighbour_quantities", "best_of_k_mechanism", "(for tests)")
+    found = {(str(p.relative_to(REPO_ROOT)), word) for p in project_files(".py")
+             if p.is_relative_to(REPO_ROOT / "privselect") for word in scaffolding if word in p.read_text()}
+    assert found == set()

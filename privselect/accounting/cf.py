@@ -61,8 +61,12 @@ Certified error (added: ``upper = estimate + error``, ``lower = estimate - error
     nested rules (``SubsampledLoss.continuous_quadrature``); their difference, multiplied by
     ``quadrature_safety`` (default 10), plus the rigorous tail bound of the rules' range, is
     used as the error of the finer rule. **This term is an estimate, not a bound**; it is
-    reported as ``phi_quadrature_estimate_rel`` in ``ErrorBudget.details``. All other terms
-    are bounds (up to the accuracy of the special functions involved).
+    reported as ``phi_quadrature_estimate_rel`` in ``ErrorBudget.details``, and such a
+    profile reports ``certified = False`` (``PrivacyProfile.certified``): its bracket is an
+    estimate and must not back a certificate (the "auto" accountant skips it). All other
+    terms are bounds (up to the accuracy of the special functions involved), so the CF
+    profiles of Gaussian, Laplace, randomized-response, pure and approximate DP compositions
+    (and subsampled randomized response, whose phi is an exact finite sum) are certified.
 (e) Where even the Chernoff bound ``C(v) M(v) e^{-v eps}`` is below ``MIN_DELTA`` (e.g. eps
     just below the top of a bounded loss), it replaces the contour integral as the upper
     bound (``chernoff_tail``) and the lower bound is the trivial one.
@@ -883,7 +887,7 @@ class CFCurve(DirectionalCurve):
     """H_{e^eps}(P^k || Q^k) of one direction by characteristic-function inversion.
 
     ``delta_bounds`` is certified for every real eps except for the subsampled-phi quadrature
-    term, which is an estimate (see the module docstring). ``direction`` is ``"remove"``,
+    term, which is an estimate (see the module docstring; ``certified`` is then False). ``direction`` is ``"remove"``,
     ``"add"`` or ``"both"`` (symmetric mechanisms).
     """
 
@@ -891,6 +895,16 @@ class CFCurve(DirectionalCurve):
         self.direction = direction
         self._dir = _Direction(parts, accountant)
         self._budget: ErrorBudget | None = None
+
+    @property
+    def min_delta(self) -> float:
+        return MIN_DELTA
+
+    @property
+    def certified(self) -> bool:  # type: ignore[override]
+        """False when a component's phi is computed by quadrature (subsampled Gaussian or Laplace
+        base): the quadrature term (d) of the module docstring is an estimate, not a bound."""
+        return not self._dir.quadrature
 
     @property
     def inf_mass(self) -> float:

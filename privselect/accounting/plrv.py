@@ -636,7 +636,7 @@ class SubsampledLoss(PrivacyLoss):
             return self._log_continuous_tv(v) - np.log(np.abs(u))
 
     def continuous_quadrature(self, v: float, u_max: float, refine: int = 0,
-                              max_nodes: int = 1 << 18) -> "ContinuousQuadrature":
+                              max_nodes: int = 1 << 22) -> "ContinuousQuadrature":
         """Fine and coarse rules for E_P[f(L_b); continuous part of the base], tilted by e^{vL}.
 
         For use with :meth:`log_phi_quadrature` at arguments ``z = -u - iv``, ``|u| <= u_max``.

@@ -85,6 +85,9 @@ class DirectionalCurve(ABC):
 
     direction: str
     error_budget: ErrorBudget
+    #: False where some term of the bracket is an error *estimate*, not a proven bound (e.g. the CF
+    #: accountant's quadrature of a subsampled phi): such a curve must not back a certificate.
+    certified: bool = True
 
     @abstractmethod
     def delta_bounds(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -100,6 +103,12 @@ class DirectionalCurve(ABC):
     def delta_estimate(self, eps: np.ndarray) -> np.ndarray:
         """A point estimate (not a bound); default is the upper bound."""
         return self.delta_bounds(eps)[1]
+
+    @property
+    def min_delta(self) -> float:
+        """Smallest delta this curve certifies (``error_budget.min_delta``; curves whose budget is
+        costly to compute override this with the constant)."""
+        return self.error_budget.min_delta
 
 
 def invert_curve(curve, delta: np.ndarray, *, side: str, lo: float = -50.0, hi: float = 1.0e4,
@@ -150,6 +159,11 @@ class PrivacyProfile:
     # -- error budget ------------------------------------------------------------------
 
     @property
+    def certified(self) -> bool:
+        """True if every term of every bracket is a proven bound (see ``DirectionalCurve.certified``)."""
+        return all(c.certified for c in self.curves)
+
+    @property
     def error_budget(self) -> ErrorBudget:
         """The widest budget over the directions (details from each direction)."""
         budgets = [c.error_budget for c in self.curves]
@@ -185,7 +199,7 @@ class PrivacyProfile:
     def epsilon_bounds(self, delta) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) bounds on the smallest eps >= 0 with the mechanism (eps, delta)-DP."""
         d = check.delta_array("delta", delta)
-        floor = self.error_budget.min_delta
+        floor = max(c.min_delta for c in self.curves)  # not error_budget: CF computes it at reference points
         if floor > 0 and (d <= floor).any():
             raise CertificationError(
                 f"delta={float(d.min()):.3g} is below {floor:.3g}, the smallest delta this "
@@ -234,6 +248,7 @@ class PrivacyProfile:
             "description": self.description,
             "directions": [c.direction for c in self.curves],
             "error_budget": self.error_budget.to_dict(),
+            "certified": self.certified,
             "metadata": {k: v for k, v in self.metadata},
         }
 
@@ -259,6 +274,7 @@ class ScaledShiftedCurve(DirectionalCurve):
     def __init__(self, base: "PrivacyProfile", *, scale: float, shift: float = 0.0,
                  positive_eps_only: bool = False, label: str = "scale") -> None:
         self.base, self.scale, self.shift, self.positive_eps_only = base, float(scale), float(shift), positive_eps_only
+        self.certified = base.certified
         budget = base.error_budget
         self.error_budget = ErrorBudget(
             eps_error=budget.eps_error,

@@ -1,8 +1,9 @@
-"""The ``privselect`` command line.
+"""Command line: ``privselect certify`` (privacy of a DP-SGD-style run, or of the best of K runs) and ``privselect demo``.
 
-``privselect certify`` computes a certified epsilon for a mechanism described by flags;
-with no flags it certifies the DP-SGD example of the docs (MNIST-scale: batch 256 of
-60000, noise multiplier 1.1, 60 epochs, delta 1e-5).
+The flags of ``certify`` speak the Opacus / TF-Privacy vocabulary: a noise multiplier, a Poisson
+sampling rate (``--sample-rate``, or ``--batch-size`` with ``--dataset-size``), a length
+(``--steps`` or ``--epochs``), a target delta and an accountant; ``--k geometric:10`` certifies
+releasing the best of K ~ Geometric(mean 10) such runs. Every error names the flag it comes from.
 """
 
 from __future__ import annotations
@@ -11,30 +12,52 @@ import argparse
 import json
 import math
 import sys
-import time
-from typing import Callable, Sequence
+from fractions import Fraction
+from typing import Any, Callable, Sequence
 
 from . import __version__
 from . import _validation as check
-from .accounting import METHODS, CertificationError, privacy_profile
-from .mechanisms import Gaussian, Laplace, Mechanism
 
+#: The DP-SGD example of the docs: batch 256 of 60000, noise multiplier 1.1, 60 epochs, delta 1e-5.
+DEFAULT_NOISE_MULTIPLIER = 1.1
 DEFAULT_RATE = 256 / 60000
-DEFAULT_STEPS = math.ceil(60 / DEFAULT_RATE)  # 60 epochs = 14063 steps
+DEFAULT_EPOCHS = 60
+DEFAULT_DELTA = 1e-5
+
+_DESCRIPTION = "privselect: certified privacy for differentially private training and hyperparameter selection."
+
+_CERTIFY_DESCRIPTION = """\
+Certify the privacy of one noisy-training run described as in Opacus / TF-Privacy, or
+(with --k) of releasing the best of K such runs. Prints epsilon at --delta."""
+
+_CERTIFY_EPILOG = """\
+examples:
+  privselect certify                                      the DP-SGD example (batch 256 of 60000, sigma 1.1, 60 epochs)
+  privselect certify --noise-multiplier 1.0 --batch-size 4096 --dataset-size 50000 --epochs 100
+  privselect certify --noise-multiplier 1.0 --sample-rate 4096/50000 --steps 1221 --accountant prv
+  privselect certify --noise-multiplier 2 --sample-rate 0.01 --epochs 50 --k geometric:10 --json
+
+K laws for --k (mean first; extra parameters after commas):
+  geometric:MEAN   logarithmic:MEAN   poisson:MEAN   tnb:MEAN,eta=ETA   binomial:MEAN,n=N
+
+One run is Gaussian(noise multiplier).poisson_subsample(rate).compose(steps), as in Opacus and
+TF-Privacy: their accountants assume Poisson sampling (each record joins a batch independently
+with probability rate), add/remove neighbours, and noise std = noise multiplier x clipping norm.
+"""
 
 
 # -- flag values -------------------------------------------------------------------------
-# Every numeric flag is parsed and range-checked by argparse with the library's own checks, so
-# an error names the flag ("argument --steps: ...") rather than the library parameter it feeds
-# (--steps is ``k`` of ``Mechanism.compose``). Constraints that tie several flags together are
-# checked by the library; those errors are prefixed with the flags involved (``_flag_context``).
+# argparse parses and range-checks every value with the library's own checks, so an error names
+# the flag ("argument --steps: ...") and prints the usage of this subcommand only. Constraints
+# that tie several flags together are checked after parsing and reported with the flags' names.
 
 
 def _number(text: str) -> float:
+    """A real number; also a fraction ``4096/50000``."""
     try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        return float(Fraction(text.strip())) if "/" in text else float(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"expected a number or a fraction such as 4096/50000, got {text!r}") from None
 
 
 def _integer(text: str) -> int | float:
@@ -42,11 +65,7 @@ def _integer(text: str) -> int | float:
     try:
         return int(text)
     except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        return _number(text)
 
 
 def _flag(parse: Callable[[str], object], validate: Callable[[str, object], object]) -> Callable[[str], object]:
@@ -63,162 +82,197 @@ def _flag(parse: Callable[[str], object], validate: Callable[[str, object], obje
     return convert
 
 
-def _finite(name: str, value: object) -> float:
-    v = check.real(name, value)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return v
-
-
-def _whole(value: object) -> object:
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
 def _nonnegative_int(name: str, value: object) -> int:
-    value = _whole(value)
+    value = int(value) if isinstance(value, float) and value.is_integer() else value
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
     return value
 
 
 def _jobs(name: str, value: object) -> int:
-    value = _whole(value)
+    value = int(value) if isinstance(value, float) and value.is_integer() else value
     if isinstance(value, bool) or not isinstance(value, int) or not (value >= 1 or value == -1):
         raise ValueError(f"{name} must be an integer >= 1, or -1 (all cores), got {value!r}")
     return value
 
 
 _POSITIVE = _flag(_number, check.positive)
-_FLAG_TYPES = {
-    "noise_multiplier": _POSITIVE,
-    "scale": _POSITIVE,
-    "rate": _flag(_number, check.half_open_unit),
-    "steps": _flag(_integer, check.positive_int),
-    "delta": _flag(_number, check.open_unit),
-    "mean": _flag(_number, check.positive),
-    "eta": _flag(_number, _finite),
-    "n": _flag(_integer, check.positive_int),
-    "seed": _flag(_integer, _nonnegative_int),
-    "n_jobs": _flag(_integer, _jobs),
-}
+_POSITIVE_INT = _flag(_integer, check.positive_int)
 
 
-def _flag_context(flags: str, action: Callable[[], object]) -> object:
-    """Run ``action``; a ValueError/TypeError from the library is re-raised prefixed with ``flags``."""
+# -- K laws: name:MEAN[,key=value] --------------------------------------------------------
+
+
+def _k_laws() -> dict[str, tuple[Callable[..., Any], tuple[str, ...]]]:
+    """K law name -> (constructor from the mean and keyword parameters, the parameters it needs)."""
+    from .selection import Binomial, Geometric, Logarithmic, Poisson, TruncatedNegativeBinomial
+
+    return {
+        "geometric": (lambda mean: Geometric(mean=mean), ()),
+        "logarithmic": (lambda mean: Logarithmic(mean=mean), ()),
+        "poisson": (lambda mean: Poisson(mean), ()),
+        "tnb": (lambda mean, eta: TruncatedNegativeBinomial(eta, mean=mean), ("eta",)),
+        "binomial": (lambda mean, n: Binomial.from_mean(mean, n), ("n",)),
+    }
+
+
+_K_NAMES = ("geometric", "logarithmic", "poisson", "tnb", "binomial")
+
+
+def _k_spec(text: str) -> tuple[str, float, dict[str, float]]:
+    """``geometric:10`` -> ("geometric", 10.0, {}); ``tnb:10,eta=0.5`` -> ("tnb", 10.0, {"eta": 0.5})."""
+    name, sep, rest = text.strip().partition(":")
+    name = name.lower()
+    if name not in _K_NAMES or not sep or not rest:
+        raise argparse.ArgumentTypeError(f"expected NAME:MEAN with NAME one of {', '.join(_K_NAMES)} "
+                                         f"(e.g. geometric:10), got {text!r}")
+    mean_text, *params = rest.split(",")
+    mean = _number(mean_text)
+    options: dict[str, float] = {}
+    for item in params:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise argparse.ArgumentTypeError(f"expected key=value after the mean (e.g. tnb:10,eta=0.5), got {item!r}")
+        options[key.strip()] = _integer(value) if key.strip() == "n" else _number(value)
+    return name, mean, options
+
+
+def _k_from_spec(spec: tuple[str, float, dict[str, float]]) -> Any:
+    name, mean, options = spec
+    build, needs = _k_laws()[name]
+    if set(options) != set(needs):
+        wanted = ", ".join(f"{p}=..." for p in needs) or "no parameters after the mean"
+        raise ValueError(f"argument --k: {name} takes {wanted}, got {sorted(options) or 'none'}")
     try:
-        return action()
+        return build(mean, **options)
     except (TypeError, ValueError) as exc:
-        if isinstance(exc, CertificationError):
-            raise
-        raise ValueError(f"{flags}: {exc}") from None
+        raise ValueError(f"argument --k {name}:{mean:g}: {exc}") from None
 
 
-def _mechanism_from_args(args: argparse.Namespace) -> Mechanism:
-    if args.mechanism == "gaussian":
-        step: Mechanism = Gaussian(args.noise_multiplier)
+# -- certify -----------------------------------------------------------------------------
+
+
+def _accountants() -> tuple[str, ...]:
+    from .accounting import METHODS
+
+    return tuple(METHODS)
+
+
+def _one_run(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The mechanism of one run from the flags, and the values the flags resolved to."""
+    from .mechanisms import Gaussian, Laplace
+
+    if args.mechanism == "laplace":
+        if args.noise_multiplier is not None:
+            raise ValueError("argument --noise-multiplier: applies to --mechanism gaussian; use --scale for laplace")
+        step = Laplace(args.scale if args.scale is not None else 1.0)
+        noise = {"scale": step.scale}
     else:
-        step = Laplace(args.scale)
-    if args.rate != 1.0:
-        step = step.poisson_subsample(args.rate)
-    return step.compose(args.steps)
+        if args.scale is not None:
+            raise ValueError("argument --scale: applies to --mechanism laplace; use --noise-multiplier for gaussian")
+        step = Gaussian(args.noise_multiplier if args.noise_multiplier is not None else DEFAULT_NOISE_MULTIPLIER)
+        noise = {"noise_multiplier": step.noise_multiplier}
+    if (args.batch_size is None) != (args.dataset_size is None):
+        given, missing = ("--batch-size", "--dataset-size") if args.batch_size is not None else ("--dataset-size",
+                                                                                                 "--batch-size")
+        raise ValueError(f"argument {given}: needs {missing} too (the sampling rate is batch size / data set size)")
+    if args.batch_size is not None:
+        if args.batch_size > args.dataset_size:
+            raise ValueError(f"argument --batch-size: must be at most --dataset-size ({args.dataset_size}), "
+                             f"got {args.batch_size}")
+        rate = args.batch_size / args.dataset_size
+    else:
+        rate = args.sample_rate if args.sample_rate is not None else DEFAULT_RATE
+    if args.steps is not None:
+        steps = args.steps
+    else:
+        epochs = args.epochs if args.epochs is not None else DEFAULT_EPOCHS
+        steps = math.ceil(epochs / rate)
+    if rate < 1.0:
+        step = step.poisson_subsample(rate)
+    mechanism = step.compose(steps)
+    return mechanism, {"mechanism": args.mechanism, **noise, "sample_rate": rate, "steps": steps}
 
 
 def _certify(args: argparse.Namespace) -> int:
-    noise = f"--noise-multiplier {args.noise_multiplier:g}" if args.mechanism == "gaussian" else f"--scale {args.scale:g}"
-    mechanism = _flag_context(f"--mechanism {args.mechanism} {noise} --rate {args.rate:g} --steps {args.steps}",
-                              lambda: _mechanism_from_args(args))
-    if args.k != "none":
-        return _certify_selection(args, mechanism)
-    methods = list(METHODS) if args.method == "all" else [args.method]
-    methods = [m for m in methods if m != "exact" or args.mechanism == "gaussian" and args.rate == 1.0]
+    mechanism, resolved = _one_run(args)
+    if args.k is not None:
+        return _certify_selection(args, mechanism, resolved)
+    from .accounting import CertificationError, privacy_profile
+
+    accountants = _accountants() if args.accountant in (None, "all") else (args.accountant,)
+    explicit = args.accountant not in (None, "all")
     rows = []
-    for method in methods:
-        start = time.perf_counter()
+    for name in accountants:
         try:
-            profile = privacy_profile(mechanism, method=method)
+            profile = privacy_profile(mechanism, method=name)
             lower, upper = profile.epsilon_bounds(args.delta)
         except (CertificationError, ValueError, NotImplementedError) as exc:
-            rows.append({"method": method, "error": str(exc)})
+            if explicit:
+                raise ValueError(f"argument --accountant {name}: {exc}") from None
+            rows.append({"accountant": name, "error": str(exc)})
             continue
-        rows.append({
-            "method": method,
-            "epsilon_lower": None if method == "rdp" else lower,
-            "epsilon": upper,
-            "seconds": time.perf_counter() - start,
-            "error_budget": profile.error_budget.to_dict(),
-        })
+        rows.append({"accountant": name, "epsilon_lower": None if name == "rdp" else float(lower),
+                     "epsilon": float(upper), "error_budget": profile.error_budget.to_dict()})
     certified = [r for r in rows if "epsilon" in r]
     if not certified:
-        print("no accountant could certify this mechanism:", file=sys.stderr)
-        for r in rows:
-            print(f"  {r['method']}: {r['error']}", file=sys.stderr)
-        return 2
+        raise ValueError("no accountant certifies this run: "
+                         + "; ".join(f"{r['accountant']}: {r['error']}" for r in rows))
     best = min(certified, key=lambda r: r["epsilon"])
-    report = {
-        "privselect_version": __version__,
-        "mechanism": repr(mechanism),
-        "delta": args.delta,
-        "epsilon": best["epsilon"],
-        "method": best["method"],
-        "results": rows,
-    }
-    print(f"mechanism: {mechanism!r}")
+    report = {"epsilon": best["epsilon"], "delta": args.delta, "accountant": best["accountant"],
+              "mechanism": repr(mechanism), "one_run": resolved, "results": rows,
+              "privselect_version": __version__}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"one run:   {mechanism!r}")
     print(f"delta:     {args.delta:g}")
-    print(f"{'method':<8}{'eps lower':>12}{'eps upper':>12}{'seconds':>10}")
+    print(f"{'accountant':<12}{'eps lower':>12}{'eps upper':>12}")
     for r in rows:
         if "error" in r:
-            print(f"{r['method']:<8}  not certified: {r['error']}")
+            print(f"{r['accountant']:<12}  not certified: {r['error']}")
             continue
         low = "-" if r["epsilon_lower"] is None else f"{r['epsilon_lower']:.4f}"
-        print(f"{r['method']:<8}{low:>12}{r['epsilon']:>12.4f}{r['seconds']:>10.2f}")
-    print(f"certified: ({best['epsilon']:.4f}, {args.delta:g})-DP by {best['method']}")
-    _write_json(args.json, report)
+        print(f"{r['accountant']:<12}{low:>12}{r['epsilon']:>12.4f}")
+    print(f"certified: ({best['epsilon']:.4f}, {args.delta:g})-DP by the {best['accountant']} accountant")
     return 0
 
 
-def _write_json(path: str | None, payload: dict) -> None:
-    if path:
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2)
-        print(f"wrote {path}")
-
-
-def _k_from_args(args: argparse.Namespace):
-    from .selection import Binomial, Geometric, Logarithmic, Poisson, TruncatedNegativeBinomial
-
-    if args.k == "geometric":
-        return Geometric(mean=args.mean)
-    if args.k == "logarithmic":
-        return Logarithmic(mean=args.mean)
-    if args.k == "tnb":
-        return TruncatedNegativeBinomial(args.eta, mean=args.mean)
-    if args.k == "poisson":
-        return Poisson(args.mean)
-    return Binomial.from_mean(args.mean, args.n)
-
-
-def _certify_selection(args: argparse.Namespace, mechanism: Mechanism) -> int:
+def _certify_selection(args: argparse.Namespace, mechanism: Any, resolved: dict[str, Any]) -> int:
     from .selection import certify
 
-    extra = {"tnb": f" --eta {args.eta:g}", "binomial": f" --n {args.n}"}.get(args.k, "")
-    k = _flag_context(f"--k {args.k} --mean {args.mean:g}{extra}", lambda: _k_from_args(args))
-    cert = certify(mechanism, k, args.delta)
-    print(f"mechanism of one run: {mechanism!r}")
-    print(f"K: {cert.k!r} (mean {cert.k.mean:g}); only the best run is released")
+    if args.accountant == "all":
+        raise ValueError("argument --accountant: 'all' compares accountants for one run; with --k choose one")
+    k = _k_from_spec(args.k)
+    options = {} if args.accountant is None else {"accountant": args.accountant}
+    try:
+        cert = certify(mechanism, k, args.delta, **options)
+    except ValueError as exc:
+        raise ValueError(f"arguments --k/--delta: {exc}") from None
+    if args.json:
+        print(cert.to_json(indent=2))
+        return 0
+    print(f"one run:   {mechanism!r}")
+    print(f"K:         {cert.k!r} (mean {cert.k.mean:g}); only the best run is released, K is not")
     for family, value in cert.alternatives.items():
-        print(f"  {family:<8}{value:>10.4f}")
+        print(f"  {family:<10}{value:>10.4f}")
     for note in cert.notes:
         print(f"  note: {note}")
     print(f"certified: ({cert.epsilon:.4f}, {args.delta:g})-DP by {cert.bound}")
-    _write_json(args.json, cert.to_dict())
     return 0
+
+
+# -- demo --------------------------------------------------------------------------------
 
 
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
     report = run_demo(seed=args.seed, n_jobs=args.n_jobs)
-    rows = report["comparison"]
+    cert = report["certificate"]
+    if args.json:
+        print(json.dumps(cert, indent=2))
+        return 0
     print("privselect demo: DP-SGD softmax regression on scikit-learn's digits, tuned privately")
     print(f"  K ~ Geometric(mean={report['mean_k']:g}) runs (K itself is not released), delta = {report['delta']:g}")
     print("\nbest hyperparameters (the only run released):")
@@ -227,50 +281,68 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"  noisy validation score (correct of {report['n_val']}): {report['best_score']:.1f}")
     print(f"  held-out test accuracy: {report['test_accuracy']:.3f}")
     print("\nprivacy of the whole tuning procedure at delta = {:g}:".format(report["delta"]))
-    for label, value in rows:
+    for label, value in report["comparison"]:
         print(f"  {label:<58}{value:>8.3f}")
-    cert = report["certificate"]
     print(f"\ncertified: ({cert['epsilon']:.3f}, {cert['delta']:g})-DP by {cert['bound']}")
-    _write_json(args.json, cert)
     return 0
 
 
+# -- parser ------------------------------------------------------------------------------
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="privselect", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="privselect", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"privselect {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    cert = sub.add_parser("certify", help="certify the privacy of a mechanism (default: the DP-SGD example)")
-    cert.add_argument("--mechanism", choices=["gaussian", "laplace"], default="gaussian")
-    cert.add_argument("--noise-multiplier", type=_FLAG_TYPES["noise_multiplier"], default=1.1,
-                      help="Gaussian noise multiplier (sigma)")
-    cert.add_argument("--scale", type=_FLAG_TYPES["scale"], default=1.0, help="Laplace scale")
-    cert.add_argument("--rate", type=_FLAG_TYPES["rate"], default=DEFAULT_RATE,
-                      help="Poisson sampling rate (1 = no sampling)")
-    cert.add_argument("--steps", type=_FLAG_TYPES["steps"], default=DEFAULT_STEPS, help="number of composed steps")
-    cert.add_argument("--delta", type=_FLAG_TYPES["delta"], default=1e-5)
-    cert.add_argument("--method", choices=[*METHODS, "all"], default="all")
-    cert.add_argument("--k", choices=["none", "geometric", "logarithmic", "tnb", "poisson", "binomial"],
-                      default="none", help="certify the best of K runs (default: one run)")
-    cert.add_argument("--mean", type=_FLAG_TYPES["mean"], default=10.0, help="mean of K")
-    cert.add_argument("--eta", type=_FLAG_TYPES["eta"], default=1.0, help="eta of the truncated negative binomial")
-    cert.add_argument("--n", type=_FLAG_TYPES["n"], default=100, help="n of the binomial")
-    cert.add_argument("--json", metavar="PATH", help="write the certificate as JSON")
-    cert.set_defaults(run=_certify)
-    demo = sub.add_parser("demo", help="tune DP-SGD on the digits data set privately and print the certificate")
-    demo.add_argument("--seed", type=_FLAG_TYPES["seed"], default=0)
-    demo.add_argument("--n-jobs", type=_FLAG_TYPES["n_jobs"], default=1)
-    demo.add_argument("--json", metavar="PATH", help="write the certificate as JSON")
-    demo.set_defaults(run=_demo)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{certify,demo}")
+
+    cert = sub.add_parser("certify", help="certify one DP-SGD-style run, or the best of K runs",
+                          description=_CERTIFY_DESCRIPTION, epilog=_CERTIFY_EPILOG,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    run = cert.add_argument_group("one run")
+    run.add_argument("--mechanism", choices=["gaussian", "laplace"], default="gaussian",
+                     help="noise of each step (default: gaussian)")
+    run.add_argument("--noise-multiplier", type=_POSITIVE, metavar="SIGMA",
+                     help=f"Gaussian noise std / clipping norm, as in Opacus (default: {DEFAULT_NOISE_MULTIPLIER})")
+    run.add_argument("--scale", type=_POSITIVE, help="Laplace scale / sensitivity (--mechanism laplace; default: 1)")
+    rate = run.add_mutually_exclusive_group()
+    rate.add_argument("--sample-rate", "--rate", type=_flag(_number, check.half_open_unit), metavar="Q",
+                      help="Poisson sampling rate, a number or a fraction such as 4096/50000; 1 = full batch "
+                           "(default: 256/60000)")
+    rate.add_argument("--batch-size", type=_POSITIVE_INT, metavar="B",
+                      help="expected batch size; with --dataset-size, the rate is B / N")
+    run.add_argument("--dataset-size", type=_POSITIVE_INT, metavar="N", help="number of records (with --batch-size)")
+    length = run.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=_POSITIVE_INT, metavar="T", help="number of noisy steps")
+    length.add_argument("--epochs", type=_POSITIVE, metavar="E",
+                        help=f"passes over the data: steps = ceil(E / rate) (default: {DEFAULT_EPOCHS})")
+    cert.add_argument("--delta", type=_flag(_number, check.open_unit), default=DEFAULT_DELTA,
+                      help=f"target delta (default: {DEFAULT_DELTA:g})")
+    cert.add_argument("--accountant", choices=[*_accountants(), "all"], default=None,
+                      help="accountant for the run's privacy profile (default: every accountant for one run, "
+                           "the library's default with --k)")
+    cert.add_argument("--k", type=_k_spec, metavar="LAW:MEAN",
+                      help="certify releasing the best of K runs, K ~ LAW with that mean (e.g. geometric:10)")
+    cert.add_argument("--json", action="store_true", help="print the certificate as JSON (and nothing else)")
+    cert.set_defaults(run=_certify, parser=cert)
+
+    demo = sub.add_parser("demo", help="tune DP-SGD on scikit-learn's digits privately and print the certificate",
+                          description="Tune DP-SGD softmax regression on scikit-learn's digits with K ~ "
+                                      "Geometric(mean 10) private runs; print the winner and the certificate.")
+    demo.add_argument("--seed", type=_flag(_integer, _nonnegative_int), default=0,
+                      help="secret seed of the tuner (draws K, the candidates and the noise; default: 0)")
+    demo.add_argument("--n-jobs", type=_flag(_integer, _jobs), default=1,
+                      help="parallel runs (1 = sequential, -1 = all cores; default: 1)")
+    demo.add_argument("--json", action="store_true", help="print the certificate as JSON (and nothing else)")
+    demo.set_defaults(run=_demo, parser=demo)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except ValueError as exc:
-        parser.error(str(exc))
+    except ValueError as exc:  # a constraint between flags, or the library refusing their values
+        args.parser.error(str(exc))
         return 2  # pragma: no cover
 
 

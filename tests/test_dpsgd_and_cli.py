@@ -1,6 +1,4 @@
-"""The numpy DP-SGD classifier, the demo and the command line."""
-
-import json
+"""The numpy DP-SGD classifier (the demo and the command line: tests/test_cli.py)."""
 
 import numpy as np
 import pytest
@@ -8,7 +6,6 @@ from sklearn.datasets import load_digits
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import privselect as ps
-from privselect.cli import main
 from privselect.dpsgd import DPSGDClassifier, dpsgd_steps
 
 
@@ -48,37 +45,3 @@ def test_clipping_bounds_each_examples_influence():
 def test_bad_hyperparameters(param, value):
     with pytest.raises(ValueError, match=param):
         DPSGDClassifier(**{param: value}).fit(np.eye(4), [0, 1, 0, 1])
-
-
-def test_demo_prints_a_certificate(tmp_path, capsys):
-    out = tmp_path / "cert.json"
-    assert main(["demo", "--json", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "certified:" in text and "held-out test accuracy" in text
-    cert = json.loads(out.read_text())
-    assert cert["bound"] == "Koskela-Redberg-Wang 2024, Thm 5.2"
-    assert 0 < cert["epsilon"] < 20 and cert["delta"] == 1e-5
-
-
-def test_certify_command_defaults_to_the_dpsgd_example(tmp_path, capsys):
-    out = tmp_path / "c.json"
-    assert main(["certify", "--method", "rdp", "--json", str(out)]) == 0
-    report = json.loads(out.read_text())
-    assert report["delta"] == 1e-5 and "14063" in report["mechanism"]
-    assert 2.0 < report["epsilon"] < 3.0
-
-
-def test_certify_command_rejects_bad_flags(capsys):
-    with pytest.raises(SystemExit):
-        main(["certify", "--noise-multiplier", "-1"])
-    assert "--noise-multiplier" in capsys.readouterr().err
-
-
-def test_certify_command_with_k_matches_certify(tmp_path, capsys):
-    out = tmp_path / "k.json"
-    args = ["certify", "--mechanism", "gaussian", "--noise-multiplier", "4", "--rate", "1", "--steps", "1",
-            "--delta", "1e-6", "--k", "geometric", "--mean", "30", "--json", str(out)]
-    assert main(args) == 0
-    cert = json.loads(out.read_text())
-    assert cert["epsilon"] == pytest.approx(ps.certify(ps.Gaussian(4.0).compose(1), ps.Geometric(mean=30), 1e-6).epsilon)
-    assert "only the best run is released" in capsys.readouterr().out

@@ -476,7 +476,9 @@ def test_fuzz_audit_runner(n, delta, n_thresholds, pilot, sigma):
        k=st.sampled_from(["none", "geometric", "poisson", "binomial"]), mean=st.sampled_from(["10", "0.5", "-1", "1e9"]))
 def test_fuzz_cli(sigma, rate, steps, delta, method, k, mean):
     argv = ["certify", "--noise-multiplier", str(sigma), "--rate", str(rate), "--steps", str(steps), "--delta",
-            str(delta), "--method", method, "--k", k, "--mean", mean]
+            str(delta), "--accountant", method]
+    if k != "none":
+        argv += ["--k", f"{k}:{mean}" + (",n=100" if k == "binomial" else "")]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
@@ -561,7 +563,7 @@ def test_bug_cli_steps_message():
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         with pytest.raises(SystemExit):
-            cli.main(["certify", "--steps", "0", "--method", "rdp"])
+            cli.main(["certify", "--steps", "0", "--accountant", "rdp"])
     assert "steps" in err.getvalue()
 
 

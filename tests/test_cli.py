@@ -1,0 +1,113 @@
+"""The command line: Opacus / TF-Privacy flags, --json, errors that name the flag, the demo."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+import privselect as ps
+from privselect.cli import main
+from tests.support import REPO_ROOT
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    return code, capsys.readouterr().out
+
+
+def _error(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_certify_defaults_to_the_dpsgd_example(capsys):
+    code, out = _run(["certify", "--accountant", "rdp", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["delta"] == 1e-5 and report["one_run"]["steps"] == math.ceil(60 / (256 / 60000))
+    expected = ps.privacy_profile(ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(14063), method="rdp")
+    assert report["epsilon"] == pytest.approx(float(expected.epsilon(1e-5)), rel=1e-12)
+
+
+@pytest.mark.parametrize("flags", [
+    ["--batch-size", "4096", "--dataset-size", "50000", "--epochs", "2"],
+    ["--sample-rate", "4096/50000", "--steps", "25"],
+    ["--rate", "0.08192", "--epochs", "2"],
+])
+def test_opacus_vocabulary_gives_the_same_mechanism(flags, capsys):
+    """rate = B / N = 4096/50000 and steps = ceil(epochs / rate) = 25, however the flags say it."""
+    code, out = _run(["certify", "--noise-multiplier", "2", *flags, "--accountant", "rdp", "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0 and report["one_run"] == {"mechanism": "gaussian", "noise_multiplier": 2.0,
+                                               "sample_rate": 4096 / 50000, "steps": 25}
+
+
+def test_certify_with_k_prints_the_certificate_json_equal_to_the_library(capsys):
+    code, out = _run(["certify", "--noise-multiplier", "4", "--rate", "1", "--steps", "1", "--delta", "1e-6",
+                      "--k", "geometric:30", "--json"], capsys)
+    cert = json.loads(out)
+    expected = ps.certify(ps.Gaussian(4.0).compose(1), ps.Geometric(mean=30), 1e-6)
+    assert code == 0 and cert == json.loads(expected.to_json())
+
+
+def test_certify_with_k_human_output(capsys):
+    code, out = _run(["certify", "--noise-multiplier", "4", "--rate", "1", "--steps", "1", "--k", "binomial:5,n=50"],
+                     capsys)
+    assert code == 0 and "only the best run is released" in out and out.strip().splitlines()[-1].startswith("certified:")
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--noise-multiplier", "-1"], "--noise-multiplier"),
+    (["--rate", "4096/0"], "--sample-rate"),
+    (["--rate", "2"], "--sample-rate"),
+    (["--steps", "0"], "--steps"),
+    (["--delta", "1"], "--delta"),
+    (["--batch-size", "10"], "--batch-size"),
+    (["--dataset-size", "10"], "--dataset-size"),
+    (["--batch-size", "100", "--dataset-size", "10"], "--batch-size"),
+    (["--steps", "10", "--epochs", "2"], "--epochs"),
+    (["--rate", "0.1", "--batch-size", "2", "--dataset-size", "20"], "--batch-size"),
+    (["--k", "geometric"], "--k"),
+    (["--k", "tnb:10"], "--k"),
+    (["--k", "geometric:10,n=3"], "--k"),
+    (["--k", "geometric:-1"], "--k"),
+    (["--k", "geometric:10", "--accountant", "all"], "--accountant"),
+    (["--scale", "2"], "--scale"),
+    (["--mechanism", "laplace", "--noise-multiplier", "2"], "--noise-multiplier"),
+    (["--accountant", "exact"], "--accountant exact"),
+])
+def test_errors_name_the_flag_and_print_only_the_subcommand_usage(argv, flag, capsys):
+    err = _error(["certify", *argv], capsys)
+    assert flag in err and "usage: privselect certify" in err
+    assert "{certify,demo}" not in err  # not the top-level usage
+
+
+def test_help_has_no_raw_markup_and_every_flag_has_help(capsys):
+    for argv in (["--help"], ["certify", "--help"], ["demo", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        text = capsys.readouterr().out
+        assert "``" not in text and ":class:" not in text and ":func:" not in text
+    from privselect.cli import build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.dest == "command").choices
+    for name, sub in subparsers.items():
+        for action in sub._actions:
+            assert action.help, (name, action.option_strings)
+
+
+def test_demo_json_is_the_certificate(capsys):
+    code, out = _run(["demo", "--json"], capsys)
+    cert = json.loads(out)
+    assert code == 0 and cert["bound"] == "Koskela-Redberg-Wang 2024, Thm 5.2"
+    assert 0 < cert["epsilon"] < 20 and cert["delta"] == 1e-5
+
+
+def test_console_script_module_entry_point():
+    done = subprocess.run([sys.executable, "-m", "privselect", "certify", "--accountant", "rdp", "--steps", "10"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "certified:" in done.stdout, done.stderr

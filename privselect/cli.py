@@ -213,11 +213,12 @@ def _certify(args: argparse.Namespace) -> int:
             rows.append({"accountant": name, "error": str(exc)})
             continue
         rows.append({"accountant": name, "epsilon_lower": None if name == "rdp" else float(lower),
-                     "epsilon": float(upper), "error_budget": profile.error_budget.to_dict()})
-    certified = [r for r in rows if "epsilon" in r]
+                     "epsilon": float(upper), "certified": bool(getattr(profile, "certified", True)),
+                     "error_budget": profile.error_budget.to_dict()})
+    certified = [r for r in rows if r.get("certified")]
     if not certified:
         raise ValueError("no accountant certifies this run: "
-                         + "; ".join(f"{r['accountant']}: {r['error']}" for r in rows))
+                         + "; ".join(f"{r['accountant']}: {r.get('error', 'an estimate, not a bound')}" for r in rows))
     best = min(certified, key=lambda r: r["epsilon"])
     report = {"epsilon": best["epsilon"], "delta": args.delta, "accountant": best["accountant"],
               "mechanism": repr(mechanism), "one_run": resolved, "results": rows,
@@ -233,7 +234,8 @@ def _certify(args: argparse.Namespace) -> int:
             print(f"{r['accountant']:<12}  not certified: {r['error']}")
             continue
         low = "-" if r["epsilon_lower"] is None else f"{r['epsilon_lower']:.4f}"
-        print(f"{r['accountant']:<12}{low:>12}{r['epsilon']:>12.4f}")
+        print(f"{r['accountant']:<12}{low:>12}{r['epsilon']:>12.4f}" + ("" if r["certified"] else
+                                                                        "  (an estimate: not certified)"))
     print(f"certified: ({best['epsilon']:.4f}, {args.delta:g})-DP by the {best['accountant']} accountant")
     return 0
 

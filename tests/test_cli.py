@@ -111,3 +111,12 @@ def test_console_script_module_entry_point():
     done = subprocess.run([sys.executable, "-m", "privselect", "certify", "--accountant", "rdp", "--steps", "10"],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "certified:" in done.stdout, done.stderr
+
+
+def test_one_run_table_reports_the_smallest_certified_bound_only(capsys):
+    code, out = _run(["certify", "--steps", "200", "--json"], capsys)
+    report = json.loads(out)
+    rows = [r for r in report["results"] if "epsilon" in r]
+    assert code == 0 and rows
+    assert report["epsilon"] == min(r["epsilon"] for r in rows if r["certified"])
+    assert all(r["certified"] for r in rows if r["accountant"] == report["accountant"])

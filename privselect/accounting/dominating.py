@@ -151,6 +151,10 @@ class DiscreteLoss(PrivacyLoss):
         terms = np.log(self.primary[keep])[None, :] + 1j * z.reshape(-1, 1) * self.locations[keep][None, :]
         return special.logsumexp(terms, axis=1).reshape(z.shape)
 
+    def continuous_variation(self) -> float:
+        """Purely atomic: no continuous part."""
+        return 0.0
+
     def log_fourier_envelope(self, v, u):
         """Purely atomic: no continuous part."""
         return np.full(np.shape(u), -np.inf)
@@ -241,17 +245,13 @@ def _grid_end(upper, tail: float) -> float:
     return float(ladder[int(np.argmax(done))])
 
 
-def dominating_loss(upper_remove, upper_add, *, points: int = DEFAULT_POINTS, tail: float = DEFAULT_TAIL,
-                    eps_max: float | None = None) -> DiscreteLoss:
+def dominating_loss(upper_remove, upper_add, *, points: int = DEFAULT_POINTS, eps_max: float) -> DiscreteLoss:
     """The privacy loss of a discrete pair dominating the remove direction (module docstring).
 
     ``upper_remove`` / ``upper_add``: vectorised certified upper curves delta(eps), eps >= 0, of
     the two directions (the same function for a symmetric bound). The grid is
-    ``eps_j = j eps_max / points``, ``j = -points..points``; ``eps_max`` defaults to where both
-    curves fall to ``tail`` (or stop decreasing).
+    ``eps_j = j eps_max / points``, ``j = -points..points``.
     """
-    if eps_max is None:
-        eps_max = max(_grid_end(upper_remove, tail), _grid_end(upper_add, tail))
     eps = np.linspace(0.0, eps_max, points + 1)
     u_r = np.minimum.accumulate(np.clip(np.asarray(upper_remove(eps), dtype=float), 0.0, 1.0))
     u_a = np.minimum.accumulate(np.clip(np.asarray(upper_add(eps), dtype=float), 0.0, 1.0))
@@ -272,10 +272,12 @@ def dominating_loss(upper_remove, upper_add, *, points: int = DEFAULT_POINTS, ta
     hull = np.asarray(_lower_hull(xs, ys, ws))
     hx, hy, hw = xs[hull], ys[hull], ws[hull]
     dx = np.diff(hx)
-    left_edge = hx[1:] <= 1  # the edge ends at x <= 1: slope = -1 + dw/dx, kept as t = dw/dx
-    right_edge = hx[:-1] >= 1  # slope = dy/dx, kept as S = -dy/dx (the Q-survival on the edge)
-    t = np.where(left_edge, np.diff(hw) / dx, 1 + np.diff(hy) / dx)
-    surv = np.where(right_edge, -np.diff(hy) / dx, 1 - t)
+    # Slope s of each edge, kept as the Q-CDF t = 1 + s (accurate where t is small: edges ending
+    # at x <= 1, from w) and the Q-survival S = -s (accurate where S is small: elsewhere, from y).
+    left_edge = hx[1:] <= 1
+    slope = np.diff(hy) / dx
+    t = np.where(left_edge, np.diff(hw) / dx, 1 + slope)
+    surv = np.where(left_edge, 1 - t, -slope)
     t, surv = np.clip(t, 0, 1), np.clip(surv, 0, 1)
     # Q-mass at each interior hull vertex: the jump of the slope, from the accurate side.
     vertex_left = hx[1:-1] < 1
@@ -317,8 +319,9 @@ class ProfileMechanism(Mechanism):
     by the accountants like any other mechanism (PRV and RDP; the CF accountant composes at
     most two atoms and declines it).
 
-    ``points`` grid points per side of eps = 0 up to ``eps_max``, where the upper curve drops
-    to ``tail`` (or stops decreasing). A finer grid is tighter; every grid is sound.
+    ``points`` grid points per side of eps = 0 up to ``eps_max`` (an attribute), where the upper
+    curve drops to ``tail`` (or stops decreasing): ``eps_j = j eps_max / points`` for
+    ``|j| <= points``. A finer grid is tighter; every grid is sound.
 
     >>> import privselect as ps
     >>> step = ProfileMechanism(ps.gdp_profile(0.5))
@@ -331,6 +334,7 @@ class ProfileMechanism(Mechanism):
     points: int = DEFAULT_POINTS
     tail: float = DEFAULT_TAIL
     losses: DirectedLosses = field(init=False, repr=False)
+    eps_max: float = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, PrivacyProfile):
@@ -344,7 +348,9 @@ class ProfileMechanism(Mechanism):
             raise ValueError(f"tail must be in (0, 1), got {self.tail!r}")
         object.__setattr__(self, "tail", tail)
         remove, add, symmetric = _direction_curves(self.profile)
-        loss = dominating_loss(remove, add, points=points, tail=tail)
+        eps_max = max(_grid_end(remove, tail), _grid_end(add, tail))
+        loss = dominating_loss(remove, add, points=points, eps_max=eps_max)
+        object.__setattr__(self, "eps_max", eps_max)
         losses = DirectedLosses(loss, loss) if symmetric else DirectedLosses(loss, loss.swapped())
         object.__setattr__(self, "losses", losses)
 

@@ -18,6 +18,7 @@ axes, and neither prints nor shows anything.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ from .selection.certificate import Certificate
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from matplotlib.axes import Axes
 
-__all__ = ["plot_profile", "plot_tradeoff", "plot_certificates"]
+__all__ = ["plot_profile", "plot_tradeoff", "plot_certificates", "k_label"]
 
 _INSTALL_HINT = 'privselect.plotting needs matplotlib; install it with: pip install "privselect[plot]"'
 
@@ -70,11 +71,14 @@ def _labelled(name: str, items: Any, single: type, label: str | None) -> list[tu
 
 
 def _tex_number(x: float) -> str:
-    """1e-06 -> 10^{-6} (mathtext); other numbers as %g."""
+    """1e-06 -> 10^{-6}, 1.416e-08 -> 1.4 \\times 10^{-8} (mathtext); numbers in [1e-3, 1e4) as %.3g."""
     exponent = math.log10(x) if x > 0 else math.nan
     if math.isfinite(exponent) and abs(exponent - round(exponent)) < 1e-12:
         return f"10^{{{int(round(exponent))}}}"
-    return f"{x:g}"
+    if not math.isfinite(exponent) or -3 <= exponent < 4:
+        return f"{x:.3g}"
+    mantissa, power = f"{x:.1e}".split("e")
+    return f"{mantissa} \\times 10^{{{int(power)}}}"
 
 
 def _default_eps_grid(profiles: Sequence[PrivacyProfile], points: int = 400) -> np.ndarray:
@@ -103,6 +107,12 @@ def plot_profile(profile_or_profiles: PrivacyProfile | Mapping[str, PrivacyProfi
     where the lower side is informative (positive). Points where delta is 0 do not appear on
     the log axis.
 
+    An accountant certifies delta only down to its floor ``profile.error_budget.min_delta``
+    (below it the upper bound is its own error term, and would draw as a flat line that reads
+    as real behaviour). The line stops at the floor, which is drawn as a dotted horizontal
+    line in the same colour; use an accountant with a lower floor (``"cf"``, or the exact
+    profile where one exists) to see the tail.
+
     Parameters
     ----------
     profile_or_profiles : PrivacyProfile or Mapping[str, PrivacyProfile]
@@ -129,20 +139,26 @@ def plot_profile(profile_or_profiles: PrivacyProfile | Mapping[str, PrivacyProfi
     ax = _axes(ax)
     for name, profile in items:
         lower, upper = profile.delta_bounds(grid)
-        (line,) = ax.plot(grid, upper, label=name)
+        floor = float(profile.error_budget.min_delta)
+        above = upper > floor  # at or below the floor the upper bound is the accountant's error term
+        (line,) = ax.plot(grid, np.where(above, upper, np.nan), label=name)
         if show_bounds and (lower > 0).any() and (lower < upper).any():
-            ax.fill_between(grid, lower, upper, where=lower > 0, color=line.get_color(), alpha=0.25, linewidth=0)
+            ax.fill_between(grid, lower, upper, where=(lower > 0) & above, color=line.get_color(), alpha=0.25,
+                            linewidth=0)
+        if floor > 0 and not above.all():
+            ax.axhline(floor, color=line.get_color(), linestyle=(0, (1, 2)), linewidth=1.0,
+                       label=rf"floor ${_tex_number(floor)}$" + (f" ({name})" if name else " (accountant)"))
     ax.set_yscale("log")
     ax.set_xlabel(r"$\varepsilon$")
     ax.set_ylabel(r"$\delta(\varepsilon)$ (certified upper bound)")
-    if any(name is not None for name, _ in items):
-        ax.legend()
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(fontsize=7, loc="upper right")
     return ax
 
 
 def plot_tradeoff(profile_or_profiles: PrivacyProfile | Mapping[str, PrivacyProfile], *,
                   alpha: ArrayLike | None = None, eps_grid: ArrayLike | None = None, ax: Axes | None = None,
-                  label: str | None = None, show_reference: bool = True) -> Axes:
+                  label: str | None = None, show_reference: bool = True, scale: str = "log") -> Axes:
     """Plot the f-DP trade-off curve (type I error alpha vs type II error beta) of a profile.
 
     The standard profile -> trade-off conversion (Dong, Roth, Su 2022, Prop. 2.12;
@@ -173,12 +189,21 @@ def plot_tradeoff(profile_or_profiles: PrivacyProfile | Mapping[str, PrivacyProf
         Legend label of a single profile (a mapping's keys are its labels).
     show_reference : bool
         Draw the perfect-privacy line beta = 1 - alpha.
+    scale : {"log", "linear"}
+        ``"log"`` (default): the power ``1 - beta(alpha)`` of the best membership test against
+        alpha, both on log axes (alpha > 0 only). The curve of a selection over many runs drops
+        to beta ~ 0 within a tiny alpha, so on linear axes it lies on the axes; on log axes
+        the distance above the diagonal (perfect privacy) is the privacy lost, at every level.
+        ``"linear"``: beta against alpha on the unit square, with equal aspect.
 
     Returns
     -------
     matplotlib.axes.Axes
-        The axes drawn on: one line per profile, whose y data is ``profile.tradeoff(alpha)``.
+        The axes drawn on: one line per profile, whose y data is ``profile.tradeoff(alpha)``
+        (``"linear"``) or ``1 - profile.tradeoff(alpha)`` (``"log"``).
     """
+    if scale not in ("log", "linear"):
+        raise ValueError(f"scale must be 'log' or 'linear', got {scale!r}")
     items = _labelled("profile_or_profiles", profile_or_profiles, PrivacyProfile, label)
     if alpha is None:
         a = np.unique(np.concatenate([np.linspace(0.0, 1.0, 401), np.logspace(-6, 0, 121)]))
@@ -187,18 +212,29 @@ def plot_tradeoff(profile_or_profiles: PrivacyProfile | Mapping[str, PrivacyProf
         if ((a < 0) | (a > 1)).any():
             raise ValueError("alpha must lie in [0, 1]")
     ax = _axes(ax)
+    log = scale == "log"
+    if log:
+        a = a[a > 0]  # alpha = 0 has no place on a log axis
     for name, profile in items:
-        ax.plot(a, profile.tradeoff(a, eps_grid=eps_grid), label=name)
+        beta = profile.tradeoff(a, eps_grid=eps_grid)
+        ax.plot(a, 1.0 - beta if log else beta, label=name)  # 1 - beta is exact in floats for beta >= 1/2
     if show_reference:
-        ax.plot([0.0, 1.0], [1.0, 0.0], color="0.5", linewidth=0.8, linestyle=":",
-                label=r"perfect privacy $\beta = 1 - \alpha$")
-    ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(0.0, 1.0)
-    ax.set_aspect("equal")
+        ax.plot(a, a if log else 1.0 - a, color="0.5", linewidth=0.8, linestyle=":",
+                label=r"perfect privacy $1 - \beta = \alpha$" if log else r"perfect privacy $\beta = 1 - \alpha$")
     ax.set_xlabel(r"type I error $\alpha$")
-    ax.set_ylabel(r"type II error $\beta(\alpha)$ (certified lower bound)")
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(float(a.min()), 1.0)
+        ax.set_ylim(float(a.min()), 1.5)
+        ax.set_ylabel(r"power $1 - \beta(\alpha)$ (certified upper bound)")
+    else:
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.0)
+        ax.set_aspect("equal")
+        ax.set_ylabel(r"type II error $\beta(\alpha)$ (certified lower bound)")
     if show_reference or any(name is not None for name, _ in items):
-        ax.legend()
+        ax.legend(fontsize=8)
     return ax
 
 
@@ -265,15 +301,27 @@ def plot_certificates(certificates: Certificate | Sequence[Certificate] | Mappin
         ax.set_xticks(range(len(families)), families)
         ax.set_title(f"chosen: {cert.method} ({cert.bound})", fontsize=9)
     else:
-        names = [name if name is not None else repr(cert.k) for name, cert in items]
-        ax.set_xticks(range(len(items)), names)
+        names = [textwrap.fill(name, 14) if name is not None else k_label(cert.k) for name, cert in items]
+        ax.set_xticks(range(len(items)), names, fontsize=8)
     handles, _ = ax.get_legend_handles_labels()
     if single:
         handles = []
     handles.append(Patch(facecolor="none", edgecolor="black", hatch="//", label="chosen (smallest valid)"))
-    ax.legend(handles=handles)
+    ax.set_ylim(0.0, ax.get_ylim()[1] * 1.3)  # headroom: the legend sits above the bars
+    ax.legend(handles=handles, loc="upper center", ncols=len(handles), fontsize=8)
     deltas = {cert.delta for _, cert in items}
     where = f" at $\\delta={_tex_number(deltas.pop())}$" if len(deltas) == 1 else ""
     ax.set_ylabel(rf"certified $\varepsilon${where}")
-    ax.set_ylim(0.0, ax.get_ylim()[1] * 1.1)
     return ax
+
+
+def k_label(k: Any) -> str:
+    """A short two-line label for a law of K: its name (TNB with eta = 1 / 0 named geometric /
+    logarithmic) and its mean, e.g. ``"Geometric\nE[K]=10"``."""
+    name = type(k).__name__
+    eta = getattr(k, "eta", None)
+    if name == "TruncatedNegativeBinomial":
+        name = {1.0: "Geometric", 0.0: "Logarithmic"}.get(float(eta), f"TNB(eta={float(eta):.3g})")
+    elif name == "Binomial":
+        name = f"Binomial(n={k.n})"
+    return f"{name}\nE[K]={float(k.mean):.3g}"

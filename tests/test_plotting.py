@@ -36,13 +36,29 @@ def gdp_tradeoff(alpha, mu):
 
 
 def test_profile_line_is_the_certified_upper_delta(dpsgd_profile):
-    eps = np.linspace(0.0, 2.0, 41)
+    eps = np.linspace(0.0, 1.0, 21)  # above the PRV accountant's floor
     ax = plot_profile(dpsgd_profile, eps=eps, label="DP-SGD")
     (line,) = ax.lines
     np.testing.assert_array_equal(line.get_xdata(), eps)
     np.testing.assert_array_equal(line.get_ydata(), dpsgd_profile.delta(eps))
     assert ax.get_yscale() == "log"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["DP-SGD"]
+
+
+def test_profile_stops_at_the_accountants_floor_and_marks_it(dpsgd_profile):
+    """Below min_delta the PRV upper bound is its own error term (flat): not drawn as if real."""
+    eps = np.linspace(0.0, 2.0, 41)
+    floor = dpsgd_profile.error_budget.min_delta
+    upper = dpsgd_profile.delta(eps)
+    assert floor > 0 and (upper <= floor).any() and (upper > floor).any()
+    ax = plot_profile(dpsgd_profile, eps=eps, label="DP-SGD")
+    line, floor_line = ax.lines
+    drawn = np.asarray(line.get_ydata(), dtype=float)
+    np.testing.assert_array_equal(drawn[upper > floor], upper[upper > floor])
+    assert np.isnan(drawn[upper <= floor]).all()
+    assert list(floor_line.get_ydata()) == [floor, floor] and "floor" in floor_line.get_label()
+    exact = plot_profile(ps.gdp_profile(1.0), eps=eps)  # no floor: one line, nothing marked
+    assert len(exact.lines) == 1
 
 
 def test_profile_band_is_the_certified_bracket(dpsgd_profile):
@@ -68,9 +84,12 @@ def test_profile_mapping_draws_one_labelled_line_each(dpsgd_profile):
     eps = np.linspace(0.0, 3.0, 31)
     profiles = {"one run": dpsgd_profile, "best of K": ps.selection_profile(dpsgd_profile, ps.Poisson(10))}
     ax = plot_profile(profiles, eps=eps)
-    assert [line.get_label() for line in ax.lines] == list(profiles)
-    for line, profile in zip(ax.lines, profiles.values()):
-        np.testing.assert_array_equal(line.get_ydata(), profile.delta(eps))
+    curves = [line for line in ax.lines if "floor" not in line.get_label()]
+    assert [line.get_label() for line in curves] == list(profiles)
+    for line, profile in zip(curves, profiles.values()):
+        upper, drawn = profile.delta(eps), np.asarray(line.get_ydata(), dtype=float)
+        above = upper > profile.error_budget.min_delta
+        np.testing.assert_array_equal(drawn[above], upper[above])
 
 
 def test_profile_default_grid_reaches_small_delta():
@@ -101,7 +120,7 @@ def test_profile_rejects_bad_input():
 @pytest.mark.parametrize("mu", [0.5, 1.0, 2.0])
 def test_tradeoff_of_gdp_matches_closed_form_from_below(mu):
     alpha = np.unique(np.concatenate([np.linspace(0, 1, 201), np.logspace(-6, 0, 61)]))
-    ax = plot_tradeoff(ps.gdp_profile(mu), alpha=alpha, eps_grid=np.linspace(0, 30, 6001))
+    ax = plot_tradeoff(ps.gdp_profile(mu), alpha=alpha, eps_grid=np.linspace(0, 30, 6001), scale="linear")
     line = ax.lines[0]
     np.testing.assert_array_equal(line.get_xdata(), alpha)
     beta, exact = np.asarray(line.get_ydata()), gdp_tradeoff(alpha, mu)
@@ -111,7 +130,7 @@ def test_tradeoff_of_gdp_matches_closed_form_from_below(mu):
 
 def test_tradeoff_of_gaussian_via_prv_is_conservative_and_close():
     alpha = np.linspace(0, 1, 101)
-    ax = plot_tradeoff(ps.privacy_profile(ps.Gaussian(1.0)), alpha=alpha)
+    ax = plot_tradeoff(ps.privacy_profile(ps.Gaussian(1.0)), alpha=alpha, scale="linear")
     beta, exact = np.asarray(ax.lines[0].get_ydata()), gdp_tradeoff(alpha, 1.0)
     assert (beta <= exact + 1e-12).all()
     assert np.max(exact - beta) < 1e-2
@@ -119,18 +138,35 @@ def test_tradeoff_of_gaussian_via_prv_is_conservative_and_close():
 
 def test_tradeoff_coarse_grid_is_lower(dpsgd_profile):
     alpha = np.linspace(0, 1, 51)
-    fine = plot_tradeoff(dpsgd_profile, alpha=alpha).lines[0].get_ydata()
-    coarse = plot_tradeoff(dpsgd_profile, alpha=alpha, eps_grid=np.linspace(0, 30, 31)).lines[0].get_ydata()
+    fine = plot_tradeoff(dpsgd_profile, alpha=alpha, scale="linear").lines[0].get_ydata()
+    coarse = plot_tradeoff(dpsgd_profile, alpha=alpha, eps_grid=np.linspace(0, 30, 31),
+                           scale="linear").lines[0].get_ydata()
     assert (coarse <= fine + 1e-15).all() and (coarse < fine - 1e-4).any()
 
 
 def test_tradeoff_line_is_profile_tradeoff_and_reference(dpsgd_profile):
-    ax = plot_tradeoff({"DP-SGD": dpsgd_profile})
+    ax = plot_tradeoff({"DP-SGD": dpsgd_profile}, scale="linear")
     line, reference = ax.lines
     assert line.get_label() == "DP-SGD"
     np.testing.assert_array_equal(line.get_ydata(), dpsgd_profile.tradeoff(line.get_xdata()))
-    np.testing.assert_array_equal(reference.get_ydata(), [1.0, 0.0])
+    np.testing.assert_array_equal(reference.get_ydata(), 1.0 - reference.get_xdata())
     assert len(plot_tradeoff(dpsgd_profile, show_reference=False).lines) == 1
+
+
+def test_tradeoff_log_scale_draws_the_power_of_the_best_test(dpsgd_profile):
+    """Default: power 1 - beta against alpha on log axes, so a selection's curve does not lie on the axes."""
+    ax = plot_tradeoff(dpsgd_profile)
+    line, reference = ax.lines
+    alpha = np.asarray(line.get_xdata())
+    assert ax.get_xscale() == ax.get_yscale() == "log" and (alpha > 0).all() and alpha.min() <= 1e-6
+    np.testing.assert_array_equal(line.get_ydata(), 1.0 - dpsgd_profile.tradeoff(alpha))
+    np.testing.assert_array_equal(reference.get_ydata(), alpha)
+    # power <= e^eps alpha + delta(eps) for every eps (the profile's own guarantee)
+    eps = np.linspace(0, 5, 51)
+    bound = np.min(np.exp(eps)[:, None] * alpha[None, :] + dpsgd_profile.delta(eps)[:, None], axis=0)
+    assert (np.asarray(line.get_ydata()) <= bound * (1 + 1e-9) + 1e-15).all()
+    with pytest.raises(ValueError, match="scale"):
+        plot_tradeoff(dpsgd_profile, scale="symlog")
 
 
 def test_tradeoff_rejects_alpha_outside_unit_interval():
@@ -168,10 +204,11 @@ def test_certificate_groups(certificates):
         assert [bar.get_height() for bar in container] == [c.alternatives[family] for c in certificates.values()]
         for bar, cert in zip(container, certificates.values()):
             assert (bar.get_hatch() == "//") == (cert.method == family)
-    assert [t.get_text() for t in ax.get_xticklabels()] == list(certificates)
+    # the mapping's keys, wrapped so that neighbouring labels do not collide
+    assert [t.get_text().replace("\n", " ") for t in ax.get_xticklabels()] == list(certificates)
     # A plain sequence is labelled by the distribution of K.
     ax = plot_certificates(list(certificates.values()))
-    assert [t.get_text() for t in ax.get_xticklabels()] == [repr(c.k) for c in certificates.values()]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["Geometric\nE[K]=30", "Poisson\nE[K]=10"]
 
 
 def test_certificates_reject_bad_input():

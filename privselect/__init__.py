@@ -35,7 +35,6 @@ _PUBLIC: dict[str, str] = {
     "privacy_profile": ".accounting",
     "PrivacyProfile": ".accounting",
     "ErrorBudget": ".accounting",
-    "CertificationError": ".accounting",
     "gdp_profile": ".accounting",
     "gaussian_delta": ".accounting",
     "gaussian_epsilon": ".accounting",
@@ -49,6 +48,10 @@ _PUBLIC: dict[str, str] = {
     "Certificate": ".selection",
     "selection_profile": ".selection",
     "report_noisy_max": ".selection",
+    # errors
+    "CertificationError": ".errors",
+    "UnsupportedMechanismError": ".errors",
+    "PrivateStudyError": ".errors",
     # tuning
     "PrivateTuner": ".tuning",
     "TuningResult": ".tuning",

@@ -82,3 +82,15 @@ def test_installed_package_holds_no_test_scaffolding():
     found = {(str(p.relative_to(REPO_ROOT)), word) for p in project_files(".py")
              if p.is_relative_to(REPO_ROOT / "privselect") for word in scaffolding if word in p.read_text()}
     assert found == set()
+
+
+def test_errors_have_one_home_and_keep_their_old_import_paths():
+    from privselect import errors
+    from privselect.accounting import CertificationError
+    from privselect.accounting.plrv import UnsupportedMechanismError
+    from privselect.integrations.optuna import PrivateStudyError
+
+    assert (errors.CertificationError, errors.UnsupportedMechanismError, errors.PrivateStudyError) == (
+        CertificationError, UnsupportedMechanismError, PrivateStudyError)
+    assert privselect.CertificationError is CertificationError
+    assert issubclass(CertificationError, ValueError) and issubclass(PrivateStudyError, RuntimeError)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from ..errors import UnsupportedMechanismError
 from ..mechanisms import (
     ApproxDP,
     Gaussian,
@@ -54,10 +55,6 @@ __all__ = [
     "UnsupportedMechanismError",
     "subsampled_loss",
 ]
-
-
-class UnsupportedMechanismError(ValueError):
-    """An accountant cannot interpret a mechanism; the message names the failing piece."""
 
 
 @dataclass(frozen=True)

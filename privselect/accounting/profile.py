@@ -24,6 +24,7 @@ import numpy as np
 from scipy import special
 
 from .. import _validation as check
+from ..errors import CertificationError
 
 __all__ = [
     "ErrorBudget",
@@ -38,10 +39,6 @@ __all__ = [
     "ScaledShiftedCurve",
     "composed_gaussian_curve",
 ]
-
-
-class CertificationError(ValueError):
-    """A query asks for a value that cannot be certified (e.g. delta below the float floor)."""
 
 
 @dataclass(frozen=True)

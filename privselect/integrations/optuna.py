@@ -49,16 +49,13 @@ import numpy as np
 
 from .. import _validation as check
 from ..accounting.profile import PrivacyProfile
+from ..errors import PrivateStudyError
 from ..mechanisms import Mechanism
 from ..selection.certificate import Certificate, certify
 from ..selection.distributions import KDistribution
 from ..tuning import _mixture_certificate, score_and_output
 
 __all__ = ["PrivateStudy", "PrivateStudyResult", "PrivateStudyError"]
-
-
-class PrivateStudyError(RuntimeError):
-    """A private study was used in a way that would leak (pruning, persistent storage, ...)."""
 
 
 def _optuna():

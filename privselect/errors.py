@@ -1,0 +1,29 @@
+"""The exceptions privselect raises on purpose, in one place (no dependencies: importing it is free).
+
+Bad input (wrong type, out of range, NaN) raises the built-in ``TypeError`` / ``ValueError`` with
+a message that names the parameter; the classes below mark the situations where the input is
+valid but privselect refuses, so that callers can tell them apart. None of them carries run data:
+a message names parameters, mechanisms and regimes, never a score, a trial or a record.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CertificationError", "UnsupportedMechanismError", "PrivateStudyError"]
+
+
+class CertificationError(ValueError):
+    """A query asks for a value that cannot be certified (e.g. delta below the float floor).
+
+    Raised by a profile's ``delta``/``epsilon`` queries and by ``certify`` when no certified
+    answer exists in the regime asked for. The message names the regime (the accountant's floor
+    ``error_budget.min_delta``, the epsilon range) and what would certify it (another accountant,
+    a larger delta).
+    """
+
+
+class UnsupportedMechanismError(ValueError):
+    """An accountant cannot interpret a mechanism; the message names the failing piece."""
+
+
+class PrivateStudyError(RuntimeError):
+    """A private study was used in a way that would leak (pruning, persistent storage, ...)."""

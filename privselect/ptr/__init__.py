@@ -6,6 +6,8 @@
 * :mod:`.baselines`: output perturbation, AdaSSP and AdaOPS with corrected calibrations;
 * :mod:`.tuning`: OPS-PTR tuned by :class:`~privselect.tuning.PrivateTuner` with geometric K,
   certified by KRW Thm 5.2, and the Liu-Talwar certificate for the same tuning;
+* :mod:`.model_selection`: :class:`PrivateRegressorSelection`, a private choice among private
+  regressors (AdaSSP, AdaOPS, OPS-PTR) with one certificate;
 * :mod:`.data`: a loader for the UCI regression files (takes a path).
 """
 
@@ -24,7 +26,7 @@ from .ops import (
     ops_renyi,
     sample_ops,
 )
-from .regression import OPSPTR, OPSPTRRegressor, OPSRegressor, balanced_alpha
+from .regression import OPSPTR, OPSPTRRegressor, OPSRegressor, RefusalWarning, balanced_alpha, default_ops_ptr_alpha
 from .tuning import (
     LiuTalwarCertificate,
     RunBudget,
@@ -32,15 +34,17 @@ from .tuning import (
     liu_talwar_certificate,
     liu_talwar_run_budget,
     profile_run_budget,
+    selection_run_budget,
 )
+from .model_selection import PrivateRegressorSelection
 
 __all__ = [
     "BOTTOM", "GeneralizedPTR", "PTRResult", "LaplaceBound", "GaussianBound", "analytic_gaussian_sigma",
     "ops_hockey_stick", "ops_delta", "ops_epsilon", "ops_epsilon_exact", "ops_epsilon_safe", "ops_epsilon_wang",
     "ops_renyi", "ops_gamma", "ops_local_bounds", "sample_ops",
-    "OPSPTR", "OPSRegressor", "OPSPTRRegressor", "balanced_alpha",
+    "OPSPTR", "OPSRegressor", "OPSPTRRegressor", "RefusalWarning", "balanced_alpha", "default_ops_ptr_alpha",
     "OutputPerturbationRegressor", "AdaSSPRegressor", "AdaOPSRegressor", "NonPrivateRidge", "output_perturbation_alpha",
-    "TunedOPSPTRRegressor", "RunBudget", "profile_run_budget", "liu_talwar_run_budget", "LiuTalwarCertificate",
+    "TunedOPSPTRRegressor", "PrivateRegressorSelection", "RunBudget", "profile_run_budget", "selection_run_budget", "liu_talwar_run_budget", "LiuTalwarCertificate",
     "liu_talwar_certificate",
     "load_uci", "read_numeric_table", "UCI_DATASETS",
 ]

@@ -25,7 +25,7 @@ from scipy import linalg, optimize, special
 from .. import _validation as check
 from ..mechanisms import ApproxDP, Gaussian, PureDP, compose
 from .gptr import LaplaceBound, analytic_gaussian_sigma
-from .ops import ops_gamma, ops_passes, ridge_solution, sample_ops
+from .ops import ops_gamma, ops_mu_bound, ridge_solution, sample_ops
 from .regression import MODES, PrivateLinearRegressor, _delta_split
 
 __all__ = ["OutputPerturbationRegressor", "AdaSSPRegressor", "AdaOPSRegressor", "NonPrivateRidge",
@@ -153,15 +153,17 @@ class AdaSSPRegressor(PrivateLinearRegressor):
     :attr:`privacy` is the composition of three Gaussians and is exactly (epsilon, delta)-DP.
 
     Utility only (no privacy effect): lambda~ = max(lambda_min + sigma_1 Z - sigma_1 Phi^-1(1-rho), 0),
-    ridge lambda = max(0, sqrt(d log(2 d^2/rho)) sigma_2 - lambda~), theta = (X^T X~ + lambda I)^-1 X^T y~.
+    ridge lambda = max(0, s sqrt(d log(2 d^2/rho)) sigma_2 - lambda~) with s = ``ridge_scale`` (1 is
+    Wang's rule), theta = (X^T X~ + lambda I)^-1 X^T y~.
     Fitted: ``coef_``, ``noise_scales_`` = (sigma_1, sigma_2, sigma_3), ``alpha_`` = the ridge used.
     """
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, rho: float = 0.05, x_bound: float = 1.0,
-                 y_bound: float = 1.0, random_state=None) -> None:
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, rho: float = 0.05, ridge_scale: float = 1.0,
+                 x_bound: float = 1.0, y_bound: float = 1.0, random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.rho = rho
+        self.ridge_scale = ridge_scale
         self.x_bound = x_bound
         self.y_bound = y_bound
         self.random_state = random_state
@@ -199,7 +201,8 @@ class AdaSSPRegressor(PrivateLinearRegressor):
         d = Xc.shape[1]
         s1, s2, s3 = self.noise_scales()
         lam_lower, xtx_noisy, xty_noisy = self.release_statistics(Xc, yc, self._rng())
-        alpha = max(0.0, math.sqrt(d * math.log(2 * d * d / rho)) * s2 - lam_lower)
+        scale = check.positive("ridge_scale", self.ridge_scale)
+        alpha = max(0.0, scale * math.sqrt(d * math.log(2 * d * d / rho)) * s2 - lam_lower)
         A = xtx_noisy + alpha * np.eye(d)
         try:
             theta = np.linalg.solve(A, xty_noisy)
@@ -215,20 +218,6 @@ class AdaSSPRegressor(PrivateLinearRegressor):
 # ----------------------------------------------------------------------------------------
 # AdaOPS
 # ----------------------------------------------------------------------------------------
-
-
-def _mu_target(epsilon: float, delta: float, mode: str) -> float:
-    """Largest leverage bound mu with ops_epsilon(mu, 0, delta) <= epsilon (bisection in log mu)."""
-    lo, hi = -40.0, 0.0
-    if ops_passes(epsilon, math.exp(hi), 0.0, delta, mode):
-        return 1.0
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if ops_passes(epsilon, math.exp(mid), 0.0, delta, mode):
-            lo = mid
-        else:
-            hi = mid
-    return math.exp(lo)
 
 
 class AdaOPSRegressor(PrivateLinearRegressor):
@@ -283,7 +272,7 @@ class AdaOPSRegressor(PrivateLinearRegressor):
         lam_min = float(max(np.linalg.eigvalsh(Xc.T @ Xc)[0], 0.0))
         lam_lower = max(float(LaplaceBound(bx2, eps1, p1, "lower").release(lam_min, rng)), 0.0)
         # privacy floor: h~ >= B_x^2 / mu_target makes the rho-free part of eps_ops at most eps_ops / 2
-        h_floor = bx2 / _mu_target(eps_ops / 2, delta_ops, self.mode)
+        h_floor = bx2 / ops_mu_bound(eps_ops / 2, delta_ops, self.mode)
         floor = max(h_floor - max(lam_lower - bx2, 0.0), 1e-12 * bx2)
         c1 = (d / 2 + math.sqrt(d * math.log(20)) + math.log(20)) * math.log(2 / delta_ops) / (eps_ops / 2) ** 2
         c2 = math.log(1 / (2 * p2)) / eps2

@@ -35,6 +35,7 @@ sensitivity at most log(1 + B_x^2/h_-) (:func:`ops_local_bounds`).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -55,6 +56,7 @@ __all__ = [
     "ops_renyi",
     "ops_passes",
     "ops_gamma",
+    "ops_mu_bound",
     "OPSLocalBounds",
     "ops_local_bounds",
     "bounds_from_statistics",
@@ -332,6 +334,25 @@ def ops_gamma(mu: float, residual: float, epsilon: float, delta: float, mode: st
     while gamma > 0 and not ok(math.sqrt(gamma) * residual):  # pragma: no cover - rounding guard
         gamma *= 1 - 1e-9
     return gamma
+
+
+@functools.lru_cache(maxsize=1024)
+def ops_mu_bound(epsilon: float, delta: float, mode: str = "exact") -> float:
+    """Largest leverage bound mu with ``ops_epsilon(mu, 0, delta, mode) <= epsilon`` (bisection in log mu; <= 1).
+
+    The mu floor of OPS: a ridge h with B_x^2/h above this value fails the OPS test whatever the
+    residual (rho = 0), so no gamma > 0 is private there. Data-independent.
+    """
+    lo, hi = -40.0, 0.0
+    if ops_passes(epsilon, math.exp(hi), 0.0, delta, mode):
+        return 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if ops_passes(epsilon, math.exp(mid), 0.0, delta, mode):
+            lo = mid
+        else:
+            hi = mid
+    return math.exp(lo)
 
 
 # ----------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ samplers (Mironov 2012) are out of scope.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +32,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import _validation as check
 from ..mechanisms import ApproxDP
 from .gptr import BOTTOM, GeneralizedPTR, LaplaceBound, PTRResult
-from .ops import clip_records, ops_gamma, ops_passes, ridge_solution, sample_ops
+from .ops import clip_records, ops_epsilon, ops_gamma, ops_mu_bound, ops_passes, ridge_solution, sample_ops
 
-__all__ = ["OPSRegressor", "OPSPTRRegressor", "OPSPTR", "OPSPTRTestRelease", "balanced_alpha"]
+__all__ = ["OPSRegressor", "OPSPTRRegressor", "OPSPTR", "OPSPTRTestRelease", "RefusalWarning", "balanced_alpha",
+           "default_ops_ptr_alpha"]
 
 MODES = ("exact", "safe")
 
@@ -99,8 +101,14 @@ class OPSRegressor(PrivateLinearRegressor):
     ``ops_epsilon(B_x^2/alpha, sqrt(gamma)(B_y + B_x R_theta), delta) <= epsilon``.
 
     Under add/remove neighbours the number of records is private; ``n_max`` is a public upper
-    bound (``fit`` refuses larger data sets). ``alpha=None`` uses Wang's OPS-Balanced rule
-    (:func:`balanced_alpha`) with n_max in place of n; ``alpha`` is the full ridge (no built-in +1).
+    bound on it, part of the declared data domain like B_x, and :attr:`privacy` is the guarantee
+    over data sets of at most ``n_max`` records. ``fit`` never refuses a larger data set (a refusal
+    would reveal whether n > n_max): it keeps a uniformly random subset of ``n_max`` records, drawn
+    with the estimator's own generator independently of the values. A neighbour pair that crosses
+    the bound is then coupled to a pair of in-domain data sets differing in one *replaced* record,
+    covered by group privacy at (2 epsilon, (1 + e^epsilon) delta) only; choose ``n_max`` so that
+    it really bounds n. ``alpha=None`` uses Wang's OPS-Balanced rule (:func:`balanced_alpha`)
+    with n_max in place of n; ``alpha`` is the full ridge (no built-in +1).
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, alpha: float | None = None, x_bound: float = 1.0,
@@ -125,9 +133,11 @@ class OPSRegressor(PrivateLinearRegressor):
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         Xc, yc = self._prepare(X, y)
+        rng = self._rng()
         n, d = Xc.shape
-        if n > n_max:
-            raise ValueError(f"n_max must bound the number of records: got {n} records and n_max={n_max}")
+        if n > n_max:  # never refuse (that would reveal n > n_max): keep a uniformly random n_max-subset
+            keep = np.sort(rng.choice(n, size=n_max, replace=False))
+            Xc, yc = Xc[keep], yc[keep]
         alpha = (balanced_alpha(n_max, d, self.epsilon, self.delta, self.x_bound, self.y_bound)
                  if self.alpha is None else check.positive("alpha", self.alpha))
         theta_bound = min(self.y_bound * math.sqrt(n_max) / (2 * math.sqrt(alpha)),
@@ -139,7 +149,7 @@ class OPSRegressor(PrivateLinearRegressor):
             raise ValueError(f"no gamma > 0 makes OPS ({self.epsilon}, {self.delta})-DP at alpha={alpha:g}; "
                              "increase alpha")
         theta, chol = ridge_solution(Xc, yc, alpha)
-        self.coef_ = sample_ops(theta, chol, gamma, self._rng())
+        self.coef_ = sample_ops(theta, chol, gamma, rng)
         self.intercept_ = 0.0
         return self
 
@@ -149,6 +159,14 @@ class OPSRegressor(PrivateLinearRegressor):
 # ----------------------------------------------------------------------------------------
 
 
+class RefusalWarning(UserWarning):
+    """Issued by :class:`OPSPTRRegressor` when its test fails and the release is ⊥.
+
+    Carries only already-private values (the noisy test statistic and the budget). Refitting
+    after a refusal is another DP release and must be accounted as such.
+    """
+
+
 @dataclass(frozen=True)
 class OPSPTRTestRelease:
     """What the OPS-PTR test releases (private; covered by the test's privacy).
@@ -156,7 +174,10 @@ class OPSPTRTestRelease:
     ``lambda_lower``: private lower bound on lambda_min(X^T X) (0 when not released);
     ``log_norm_upper``: private upper bound on u(X) = log(B_y + B_x ||theta_hat||);
     ``mu_bound``, ``rho_bound``: the implied bounds on every neighbour pair's (mu, rho);
-    ``passed``: the test's verdict. Arrays when the test was run vectorised.
+    ``gamma``: the inverse temperature used (the proposal, or the largest one the bounds allow);
+    ``statistic``: the tested value eps_hat = ops_epsilon(mu_bound, rho_bound, delta_ops) (a
+    post-processing of the private bounds; only in scalar runs); ``passed``: the verdict.
+    Arrays when the test was run vectorised.
     """
 
     lambda_lower: Any
@@ -164,6 +185,8 @@ class OPSPTRTestRelease:
     mu_bound: Any
     rho_bound: Any
     passed: Any
+    gamma: Any = None
+    statistic: Any = None
 
 
 @dataclass(frozen=True)
@@ -188,8 +211,10 @@ class OPSPTR:
     2. h~ = max(alpha, alpha + lambda~ - B_x^2) <= lambda_min(H(S)) for the smaller set S of every pair;
     3. u~ = u(X) + Lap(s/eps_2) + (s/eps_2) ln(1/(2 p_2)), s = log(1 + B_x^2/h~), an upper bound on
        u(X) = log(B_y + B_x ||theta_hat||) failing with probability p_2 = ``failure_norm``;
-    4. mu~ = B_x^2/h~, rho~ = sqrt(gamma) e^{u~} (1 + B_x^2/h~);
-    5. test: ``ops_epsilon(mu~, rho~, delta_ops, mode) <= epsilon_ops``;
+    4. mu~ = B_x^2/h~, rho~ = sqrt(gamma) e^{u~} (1 + B_x^2/h~); with ``gamma=None`` ("auto"),
+       gamma is the largest value with ops_epsilon(mu~, rho~) <= eps_ops (a post-processing of
+       the released bounds, as in AdaOPS), 0 if none;
+    5. test: ``ops_epsilon(mu~, rho~, delta_ops, mode) <= epsilon_ops`` (with "auto": gamma > 0);
     6. refuse (``BOTTOM``) or release theta ~ N(theta_hat, (gamma H)^-1).
 
     Privacy (KRW Thm 6.1). The test is (eps_1 + eps_2, p_1)-DP: step 3's noise is calibrated
@@ -197,13 +222,15 @@ class OPSPTR:
     (a bad-event argument; p_1 = 0 without step 1). On {lambda~ <= lambda_min, u~ >= u(X)} the
     bounds of step 4 hold for every neighbour of X and eps_OPS(X) <= the tested value, so the
     false-pass rate is at most p_1 + p_2. OPS-PTR is therefore
-    (eps_1 + eps_2 + eps_ops, delta_ops + 2 p_1 + p_2)-DP (:attr:`privacy`).
+    (eps_1 + eps_2 + eps_ops, delta_ops + 2 p_1 + p_2)-DP (:attr:`privacy`). Solving gamma from
+    the released bounds changes nothing in this argument: gamma is a function of the test's
+    release, and the tested inequality holds for it by construction.
     [Derived here; the tests check the bound failure rates and the false-pass rate by Monte
     Carlo and the neighbour bounds on random neighbours.]
     """
 
     alpha: float
-    gamma: float
+    gamma: float | None
     epsilon_eigen: float
     epsilon_norm: float
     epsilon_ops: float
@@ -215,8 +242,10 @@ class OPSPTR:
     mode: str = "exact"
 
     def __post_init__(self) -> None:
-        for name in ("alpha", "gamma", "epsilon_norm", "epsilon_ops", "x_bound", "y_bound"):
+        for name in ("alpha", "epsilon_norm", "epsilon_ops", "x_bound", "y_bound"):
             object.__setattr__(self, name, check.positive(name, getattr(self, name)))
+        if self.gamma is not None:
+            object.__setattr__(self, "gamma", check.positive("gamma", self.gamma))
         object.__setattr__(self, "epsilon_eigen", check.nonnegative("epsilon_eigen", self.epsilon_eigen))
         object.__setattr__(self, "delta_ops", check.open_unit("delta_ops", self.delta_ops))
         object.__setattr__(self, "failure_norm", check.open_unit("failure_norm", self.failure_norm))
@@ -249,6 +278,25 @@ class OPSPTR:
     def norm_bound(self, sensitivity: float) -> LaplaceBound:
         return LaplaceBound(sensitivity, self.epsilon_norm, self.failure_norm, "upper")
 
+    def infeasibility(self) -> str | None:
+        """Why this proposal can never pass (data-independent), or None.
+
+        Without the eigenvalue release h~ = alpha, so the leverage bound is B_x^2/alpha whatever the
+        data; if OPS at that leverage is not (eps_ops, delta_ops)-DP even at rho = 0 (the mu floor,
+        :func:`~privselect.ptr.ops.ops_mu_bound`), every run refuses. With the eigenvalue release a
+        large lambda~ can rescue any alpha, so nothing is ruled out.
+        """
+        if self.epsilon_eigen > 0:
+            return None
+        mu_floor = ops_mu_bound(self.epsilon_ops, self.delta_ops, self.mode)
+        if self.x_bound ** 2 / self.alpha <= mu_floor:
+            return None
+        return (f"alpha={self.alpha:g} can never pass the OPS-PTR test: at eps_ops={self.epsilon_ops:.4g}, "
+                f"delta_ops={self.delta_ops:.3g} the leverage bound B_x^2/alpha={self.x_bound ** 2 / self.alpha:.4g} "
+                f"exceeds the largest private leverage {mu_floor:.4g} even with a zero residual (rho = 0); "
+                f"use alpha >= {self.x_bound ** 2 / mu_floor:.4g} (or alpha=None for the default rule), "
+                "a larger epsilon, or eigen_fraction > 0")
+
     # -- numerics ---------------------------------------------------------------------------
 
     def statistics(self, X: np.ndarray, y: np.ndarray) -> OPSStatistics:
@@ -271,11 +319,20 @@ class OPSPTR:
         b = sensitivity / self.epsilon_norm
         u_upper = stats.log_norm + rng.laplace(0.0, 1.0, size=size) * b + b * math.log(1 / (2 * self.failure_norm))
         mu = self.x_bound ** 2 / h
-        rho = math.sqrt(self.gamma) * np.exp(u_upper) * (1 + self.x_bound ** 2 / h)
-        passed = ops_passes(self.epsilon_ops, mu, rho, self.delta_ops, self.mode)
+        residual = np.exp(u_upper) * (1 + self.x_bound ** 2 / h)
+        if self.gamma is None:
+            gamma = np.vectorize(lambda m, r: ops_gamma(m, r, self.epsilon_ops, self.delta_ops, self.mode),
+                                 otypes=[float])(mu, residual)
+            passed = gamma > 0
+        else:
+            gamma = np.full(np.shape(mu), self.gamma)
+            passed = ops_passes(self.epsilon_ops, mu, math.sqrt(self.gamma) * residual, self.delta_ops, self.mode)
+        rho = np.sqrt(gamma) * residual
         if size is None:
-            return OPSPTRTestRelease(float(lam_lower), float(u_upper), float(mu), float(rho), bool(passed))
-        return OPSPTRTestRelease(lam_lower, u_upper, mu, rho, passed)
+            statistic = float(ops_epsilon(float(mu), float(rho), self.delta_ops, self.mode))
+            return OPSPTRTestRelease(float(lam_lower), float(u_upper), float(mu), float(rho), bool(passed),
+                                     float(gamma), statistic)
+        return OPSPTRTestRelease(lam_lower, u_upper, mu, rho, passed, gamma)
 
     def run(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> PTRResult:
         """One OPS-PTR run on clipped data: ``PTRResult(theta or BOTTOM, passed, test release)``."""
@@ -285,8 +342,8 @@ class OPSPTR:
             release = self.test(stats, test_rng)
             return release.passed, release
 
-        def release(_data, _info, mech_rng):
-            return sample_ops(stats.theta_hat, stats.chol, self.gamma, mech_rng)
+        def release(_data, info, mech_rng):
+            return sample_ops(stats.theta_hat, stats.chol, info.gamma, mech_rng)
 
         return self.gptr.run((X, y), test, release, rng)
 
@@ -298,64 +355,137 @@ def _delta_split(delta: float, with_eigen: bool) -> tuple[float, float, float]:
     return delta / 2, 0.0, delta / 2
 
 
+def default_ops_ptr_alpha(epsilon_ops: float, delta_ops: float, epsilon_norm: float, failure_norm: float, d: int,
+                          n_max: int | None = None, x_bound: float = 1.0, y_bound: float = 1.0) -> float:
+    """The default ridge of OPS-PTR: a function of public quantities only, never below the mu floor.
+
+    alpha = max(a_mu, a_norm, a_n) with
+    * a_mu = B_x^2 / ops_mu_bound(eps_ops/2, delta_ops): the leverage term alone takes at most half
+      of eps_ops (twice the mu floor, below which no gamma > 0 passes);
+    * a_norm = 2 B_x^2 ln(1/(2 p_2)) / eps_2: the norm release's margin then inflates the residual
+      bound by at most e^{1/2} (it inflates it by (1 + B_x^2/alpha)^{ln(1/(2 p_2))/eps_2});
+    * a_n = balanced_alpha(n_max, d, eps_ops, delta_ops) / 4 when a public bound n_max on the number
+      of records is given (Wang's OPS-Balanced bias/variance rule, scaled down because the
+      data-dependent norm bound is tighter than OPS-Balanced's data-independent one).
+    A utility rule (chosen on elevators, Wang's protocol; docs/regression.md); privacy never
+    depends on it.
+    """
+    a_mu = x_bound ** 2 / ops_mu_bound(epsilon_ops / 2, delta_ops)
+    a_norm = 2 * x_bound ** 2 * math.log(1 / (2 * failure_norm)) / epsilon_norm
+    a_n = 0.0 if n_max is None else balanced_alpha(n_max, d, epsilon_ops, delta_ops, x_bound, y_bound) / 4
+    return max(a_mu, a_norm, a_n)
+
+
 class OPSPTRRegressor(PrivateLinearRegressor):
     """OPS-PTR as a scikit-learn regressor: (epsilon, delta)-DP whatever the data (KRW Sec. 6.1, Thm 6.1).
 
     Parameters
     ----------
     epsilon, delta : the total privacy of one fit (add/remove neighbours).
-    alpha, gamma : the proposal phi: ridge strength and OPS inverse temperature.
-    eigen_fraction, norm_fraction : shares of ``epsilon`` for the private lower bound on
-        lambda_min(X^T X) (0 skips it) and the private upper bound on log(B_y + B_x ||theta_hat||);
+    alpha : ridge strength; None (default) uses :func:`default_ops_ptr_alpha` (public quantities:
+        the budget, d, ``n_max``), never below the mu floor. An explicit alpha that can never pass
+        (below the mu floor without the eigenvalue release) raises ``ValueError`` at construction.
+    gamma : OPS inverse temperature; "auto" (default) takes the largest gamma the released bounds
+        allow (the test then passes unless no gamma > 0 does); a number is a fixed proposal.
+    eigen_fraction : share of ``epsilon`` for a private lower bound on lambda_min(X^T X); 0 (default)
+        skips it. It pays only when lambda_min(X^T X) >> B_x^2 (1 + ln(1/(2 p_1))/eps_1): below
+        that the released bound cannot raise h~ above alpha (docs/regression.md).
+    norm_fraction : share of ``epsilon`` for the private upper bound on log(B_y + B_x ||theta_hat||);
         the rest goes to OPS. ``delta`` is split as delta_ops = delta/2, p_1 = delta/8,
         p_2 = delta/4 (delta/2 and delta/2 without the eigenvalue bound).
+    n_max : optional public bound on the number of records, used only by the default alpha.
     x_bound, y_bound : public bounds B_x, B_y (inputs are clipped, module docstring).
     mode : "exact" (numerical OPS profile) or "safe" (closed form) for the test.
 
     Fitted attributes: ``coef_`` (the posterior sample, or zeros when refused), ``refused_``
-    (True when the test failed: the output is ⊥ and the model predicts 0, the centre of the label
-    range), ``test_release_`` (:class:`OPSPTRTestRelease`, private), ``intercept_`` = 0.
+    (True when the test failed: the output is ⊥, the model predicts 0, the centre of the label
+    range, and a :class:`RefusalWarning` is issued), ``test_statistic_`` (the private test value
+    eps_hat compared with eps_ops), ``test_release_`` (:class:`OPSPTRTestRelease`, private),
+    ``alpha_``, ``gamma_`` (0 when refused), ``intercept_`` = 0. A refusal is itself the DP
+    release; fitting again on the same data is a second release and costs another (epsilon, delta).
     """
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, alpha: float = 100.0, gamma: float = 1.0,
-                 eigen_fraction: float = 0.1, norm_fraction: float = 0.3, x_bound: float = 1.0, y_bound: float = 1.0,
-                 mode: str = "exact", random_state=None) -> None:
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, alpha: float | None = None,
+                 gamma: float | str = "auto", eigen_fraction: float = 0.0, norm_fraction: float = 0.3,
+                 n_max: int | None = None, x_bound: float = 1.0, y_bound: float = 1.0, mode: str = "exact",
+                 random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
         self.gamma = gamma
         self.eigen_fraction = eigen_fraction
         self.norm_fraction = norm_fraction
+        self.n_max = n_max
         self.x_bound = x_bound
         self.y_bound = y_bound
         self.mode = mode
         self.random_state = random_state
+        reason = self._infeasibility()
+        if reason is not None:
+            raise ValueError(reason)
 
-    def mechanism(self) -> OPSPTR:
-        """The OPS-PTR description these parameters define (validates them)."""
+    def _infeasibility(self) -> str | None:
+        """The construction-time check: a valid explicit proposal that can never pass."""
+        if self.alpha is None:
+            return None
+        try:
+            mech = self.mechanism(d=1)
+        except (TypeError, ValueError):
+            return None  # invalid parameters are reported by fit, with the parameter's name
+        return mech.infeasibility()
+
+    def mechanism(self, d: int | None = None) -> OPSPTR:
+        """The OPS-PTR description these parameters define (validates them); ``d`` feeds the default alpha."""
         self._check_common()
         fe = check.real("eigen_fraction", self.eigen_fraction)
         fn = check.real("norm_fraction", self.norm_fraction)
         if not (0 <= fe < 1 and 0 < fn < 1 and fe + fn < 1):
             raise ValueError("eigen_fraction in [0, 1) and norm_fraction in (0, 1) must sum to less than 1, got "
                              f"eigen_fraction={self.eigen_fraction!r}, norm_fraction={self.norm_fraction!r}")
+        if isinstance(self.gamma, str):
+            if self.gamma != "auto":
+                raise ValueError(f"gamma must be 'auto' or a positive number, got {self.gamma!r}")
+            gamma = None
+        else:
+            gamma = check.positive("gamma", self.gamma)
+        n_max = None if self.n_max is None else check.positive_int("n_max", self.n_max)
         delta_ops, p1, p2 = _delta_split(self.delta, fe > 0)
-        return OPSPTR(alpha=check.positive("alpha", self.alpha), gamma=check.positive("gamma", self.gamma),
-                      epsilon_eigen=fe * self.epsilon, epsilon_norm=fn * self.epsilon,
-                      epsilon_ops=(1 - fe - fn) * self.epsilon, delta_ops=delta_ops, failure_eigen=p1,
-                      failure_norm=p2, x_bound=self.x_bound, y_bound=self.y_bound, mode=self.mode)
+        eps_norm, eps_ops = fn * self.epsilon, (1 - fe - fn) * self.epsilon
+        if self.alpha is None:
+            if d is None:
+                raise ValueError("the default alpha needs the number of features d")
+            alpha = default_ops_ptr_alpha(eps_ops, delta_ops, eps_norm, p2, d, n_max, self.x_bound, self.y_bound)
+        else:
+            alpha = check.positive("alpha", self.alpha)
+        return OPSPTR(alpha=alpha, gamma=gamma, epsilon_eigen=fe * self.epsilon, epsilon_norm=eps_norm,
+                      epsilon_ops=eps_ops, delta_ops=delta_ops, failure_eigen=p1, failure_norm=p2,
+                      x_bound=self.x_bound, y_bound=self.y_bound, mode=self.mode)
 
     @property
     def privacy(self) -> ApproxDP:
-        """The privacy of one fit: an upper bound, (epsilon, delta)-DP up to rounding."""
-        return self.mechanism().privacy
+        """The privacy of one fit: an upper bound, (epsilon, delta)-DP up to rounding (independent of alpha)."""
+        return self.mechanism(d=1).privacy
 
     def fit(self, X, y):
-        mech = self.mechanism()
+        self.mechanism(d=1)  # validate before touching the data
         Xc, yc = self._prepare(X, y)
+        mech = self.mechanism(d=Xc.shape[1])
+        reason = mech.infeasibility()
+        if reason is not None:
+            raise ValueError(reason)
         result = mech.run(Xc, yc, self._rng())
+        release = result.test_release
         self.refused_ = result.output is BOTTOM
-        self.test_release_ = result.test_release
+        self.test_release_ = release
+        self.test_statistic_ = release.statistic
+        self.alpha_ = mech.alpha
+        self.gamma_ = 0.0 if self.refused_ else release.gamma
         self.coef_ = np.zeros(Xc.shape[1]) if self.refused_ else np.asarray(result.output)
         self.intercept_ = 0.0
+        if self.refused_:
+            warnings.warn(RefusalWarning(
+                f"OPS-PTR refused (⊥): the private test statistic {release.statistic:.4g} exceeds "
+                f"eps_ops={mech.epsilon_ops:.4g}; the model predicts 0. This refusal is the ({self.epsilon:g}, "
+                f"{self.delta:g})-DP release; refitting on the same data is another release and must be "
+                "accounted for."), stacklevel=2)
         return self

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.base import clone
@@ -33,11 +34,11 @@ from ..selection import Geometric, TruncatedNegativeBinomial, certify
 from ..selection.certificate import Certificate
 from ..space import Choice
 from ..tuning import PrivateTuner
-from .ops import ops_gamma
 from .regression import MODES, OPSPTRRegressor, PrivateLinearRegressor
 
-__all__ = ["LiuTalwarCertificate", "liu_talwar_certificate", "liu_talwar_run_budget", "RunBudget",
-           "profile_run_budget", "ops_ptr_candidates", "default_alphas", "TunedOPSPTRRegressor", "ACCOUNTINGS"]
+__all__ = ["LiuTalwarCertificate", "liu_talwar_certificate", "liu_talwar_run_budget", "RunBudget", "run_mechanism",
+           "selection_run_budget", "profile_run_budget", "ops_ptr_candidates", "clipped_squared_error",
+           "TunedOPSPTRRegressor", "ACCOUNTINGS"]
 
 ACCOUNTINGS = ("profile", "liu-talwar")
 
@@ -138,9 +139,10 @@ def liu_talwar_run_budget(epsilon: float, delta: float, k) -> tuple[float, float
 class RunBudget:
     """The privacy of ONE tuning run and the certificate it yields for the whole selection.
 
-    ``epsilon``/``delta``: the run (OPS-PTR plus the Laplace score), pointwise; ``ptr_epsilon``:
-    the OPS-PTR part; ``score_epsilon``: the score's Laplace noise; ``certificate_epsilon``,
-    ``certificate_delta``: what the accounting certifies for the selection.
+    ``epsilon``/``delta``: the run (the fit plus the Laplace score), pointwise; ``ptr_epsilon``:
+    the fit's part (OPS-PTR or any (eps, delta)-DP regressor); ``score_epsilon``: the score's
+    Laplace noise; ``certificate_epsilon``, ``certificate_delta``: what the accounting certifies
+    for the selection.
     """
 
     accounting: str
@@ -153,31 +155,31 @@ class RunBudget:
     certificate_delta: float
 
 
-def _run_mechanism(ptr_epsilon: float, score_epsilon: float, delta_q: float):
-    """One run: OPS-PTR (pointwise, KRW Thm 6.1) then the Laplace score (its privacy does not depend on the sensitivity)."""
-    return compose(ApproxDP(ptr_epsilon, delta_q), Laplace(1.0 / score_epsilon))
+def run_mechanism(fit_epsilon: float, score_epsilon: float, delta_q: float, score_sensitivity: float = 1.0):
+    """One run: an (eps, delta_q)-DP fit (pointwise, e.g. KRW Thm 6.1) then the Laplace-noised score.
+
+    The score's noise has scale ``score_sensitivity / score_epsilon``, so its privacy is
+    ``score_epsilon`` whatever the sensitivity.
+    """
+    return compose(ApproxDP(fit_epsilon, delta_q), Laplace(1.0 / score_epsilon, sensitivity=score_sensitivity))
 
 
 @functools.lru_cache(maxsize=256)
-def profile_run_budget(epsilon: float, delta: float, mean_k: float, score_fraction: float = 0.1) -> RunBudget:
-    """Largest per-run eps_Q (delta_Q = delta/(2 mean_k)) whose KRW Thm 5.2 certificate is <= epsilon.
+def selection_run_budget(epsilon: float, delta: float, k, score_fraction: float = 0.1) -> RunBudget:
+    """Largest per-run eps_Q (delta_Q = delta/(2 E[K])) whose KRW Thm 5.2 certificate is <= epsilon.
 
-    The run is described as compose(ApproxDP((1-f) eps_Q, delta_Q), Laplace score with eps f eps_Q),
-    exactly what :class:`TunedOPSPTRRegressor` hands the tuner; bisection on eps_Q with
-    :func:`privselect.certify` (profile family, K ~ Geometric(mean=mean_k)).
+    The run is :func:`run_mechanism` ((1-f) eps_Q fit, f eps_Q score), exactly what the tuned
+    estimators hand the tuner; bisection on eps_Q with :func:`privselect.certify` (profile family).
     """
     epsilon = check.positive("epsilon", epsilon)
     delta = check.open_unit("delta", delta)
     f = check.open_unit("score_fraction", score_fraction)
-    if not check.positive("mean_k", mean_k) > 1:
-        raise ValueError(f"mean_k must be > 1, got {mean_k!r}")
-    k = Geometric(mean=mean_k)
+    mean_k = float(k.mean)
     delta_q = delta / (2 * mean_k)
 
     def cert(eps_q: float) -> float:
         try:
-            return certify(_run_mechanism((1 - f) * eps_q, f * eps_q, delta_q), k, delta,
-                           method="profile").epsilon
+            return certify(run_mechanism((1 - f) * eps_q, f * eps_q, delta_q), k, delta, method="profile").epsilon
         except ValueError:
             return math.inf
 
@@ -189,8 +191,15 @@ def profile_run_budget(epsilon: float, delta: float, mean_k: float, score_fracti
         else:
             hi = mid
     if lo == 0.0:
-        raise ValueError(f"no per-run budget meets ({epsilon}, {delta}) with E[K] = {mean_k}")
-    return RunBudget("profile", lo, delta_q, (1 - f) * lo, f * lo, float(mean_k), cert(lo), delta)
+        raise ValueError(f"no per-run budget meets ({epsilon}, {delta}) with K ~ {k!r}")
+    return RunBudget("profile", lo, delta_q, (1 - f) * lo, f * lo, mean_k, cert(lo), delta)
+
+
+def profile_run_budget(epsilon: float, delta: float, mean_k: float, score_fraction: float = 0.1) -> RunBudget:
+    """:func:`selection_run_budget` for K ~ Geometric(mean=mean_k) (KRW Sec. 6.1's tuning)."""
+    if not check.positive("mean_k", mean_k) > 1:
+        raise ValueError(f"mean_k must be > 1, got {mean_k!r}")
+    return selection_run_budget(epsilon, delta, Geometric(mean=float(mean_k)), score_fraction)
 
 
 def _liu_talwar_budget(epsilon: float, delta: float, mean_k: float, score_fraction: float) -> RunBudget:
@@ -205,51 +214,48 @@ def _liu_talwar_budget(epsilon: float, delta: float, mean_k: float, score_fracti
 # Candidates and the tuned estimator
 # ----------------------------------------------------------------------------------------
 
-#: Default proposal grid. alpha = s * B_x^2 log(2/delta_ops)/eps_ops for s in DEFAULT_ALPHA_SCALES: the
-#: leverage term mu log(2/delta_ops) of the OPS loss (mu <= B_x^2/alpha) then takes a fixed share
-#: 1/s of eps_ops whatever the budget; residual bounds in units of B_y.
-DEFAULT_ALPHA_SCALES = (2.0, 4.0, 8.0, 16.0)
-DEFAULT_RESIDUALS = (2.0, 3.0, 5.0, 8.0)
+#: Default ridge grid of the tuned estimator, as multiples of OPS-PTR's default ridge
+#: (:func:`~privselect.ptr.regression.default_ops_ptr_alpha` at the run's budget); those below
+#: the mu floor are dropped.
+DEFAULT_ALPHA_SCALES = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
-def default_alphas(epsilon_ops: float, delta_ops: float, x_bound: float = 1.0) -> tuple[float, ...]:
-    """The default (data-independent) ridge grid for an OPS budget (eps_ops, delta_ops)."""
-    unit = x_bound ** 2 * math.log(2 / delta_ops) / epsilon_ops
-    return tuple(s * unit for s in DEFAULT_ALPHA_SCALES)
+def ops_ptr_candidates(template: OPSPTRRegressor, alphas) -> list[dict]:
+    """The data-independent proposal grid ``[{"alpha": a}, ...]``: the alphas that can pass at all.
 
-
-@functools.lru_cache(maxsize=4096)
-def _gamma_for(alpha: float, residual: float, epsilon_ops: float, delta_ops: float, x_bound: float, mode: str):
-    return ops_gamma(x_bound ** 2 / alpha, residual, epsilon_ops, delta_ops, mode)
-
-
-def ops_ptr_candidates(template: OPSPTRRegressor, alphas, residuals) -> list[dict]:
-    """The data-independent proposal grid: (alpha, gamma(alpha, R)) for alpha x R in ``alphas x residuals``.
-
-    gamma(alpha, R) is the largest gamma that passes the OPS test when lambda_min bound = 0 and the
-    residual bound is R, i.e. the proposal "the residual scale (B_y + B_x ||theta_hat||)(1 + B_x^2/h)
-    is at most R". A function of public quantities only (the template's budget and bounds), so
-    the candidate distribution (uniform over this list) is data-independent. Proposals with no
-    feasible gamma are omitted.
+    gamma is not proposed: each run solves it from its own released bounds (``gamma="auto"``),
+    so a run refuses only if alpha is below the mu floor, which is data-independent and checked
+    here (:meth:`~privselect.ptr.regression.OPSPTR.infeasibility`). The candidate distribution
+    (uniform over this list) is a function of public quantities only.
     """
-    mech = template.mechanism()
-    out = []
-    for a in alphas:
-        for r in residuals:
-            g = _gamma_for(float(a), float(r), mech.epsilon_ops, mech.delta_ops, mech.x_bound, mech.mode)
-            if g > 0:
-                out.append({"alpha": float(a), "gamma": float(g), "residual": float(r)})
-    return out
+    mech = template.mechanism(d=1)
+    return [{"alpha": float(a)} for a in alphas if replace(mech, alpha=float(a)).infeasibility() is None]
 
 
-def _score(estimator: PrivateLinearRegressor, X: np.ndarray, y: np.ndarray, y_bound: float, clip: float) -> float:
-    """Sum of min((y - clip(x.theta, +-B_y))^2, clip): add/remove sensitivity ``clip`` for a fixed theta."""
-    pred = np.clip(X @ estimator.coef_, -y_bound, y_bound)
+def clipped_squared_error(coef: np.ndarray, X: np.ndarray, y: np.ndarray, y_bound: float, clip: float) -> float:
+    """Sum of min((y - clip(x.theta, +-B_y))^2, clip): add/remove sensitivity ``clip`` for a fixed theta.
+
+    A sum, not a mean, so the private number of records is not used.
+    """
+    pred = np.clip(X @ coef, -y_bound, y_bound)
     return float(np.minimum((y - pred) ** 2, clip).sum())
 
 
+def fit_quietly(estimator: PrivateLinearRegressor, X: np.ndarray, y: np.ndarray) -> PrivateLinearRegressor:
+    """Fit inside a tuning run: warnings (refusals included) stay inside; no randomness state is released."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(X, y)
+    estimator.set_params(random_state=None)
+    return estimator
+
+
 class _Trainer:
-    """train(params, data, rng) for the tuner (picklable): one OPS-PTR fit and its raw score."""
+    """train(params, data, rng) for the tuner (picklable): one OPS-PTR fit and its raw score.
+
+    A refused run (⊥) is a legitimate output that predicts 0: it is scored like any other
+    output (the clipped error of the zero predictor), so it can only win if nothing beats 0.
+    """
 
     def __init__(self, template: OPSPTRRegressor, clip: float) -> None:
         self.template = template
@@ -257,55 +263,65 @@ class _Trainer:
 
     def __call__(self, params, data, rng):
         X, y = data
-        proposal = params["proposal"]
-        est = clone(self.template).set_params(alpha=proposal["alpha"], gamma=proposal["gamma"],
-                                              random_state=rng)
-        est.fit(X, y)
-        if est.refused_:
-            return math.inf, None  # ⊥: worst score, no noise, nothing released
-        return _score(est, X, y, self.template.y_bound, self.clip), est
+        est = clone(self.template).set_params(alpha=params["proposal"]["alpha"], random_state=rng)
+        fit_quietly(est, X, y)
+        return clipped_squared_error(est.coef_, X, y, self.template.y_bound, self.clip), est
+
+
+def tuner_seed(random_state) -> int | None:
+    """The tuner's integer seed from an estimator's ``random_state`` (None, int or Generator)."""
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2 ** 63))
+    if random_state is not None:
+        return int(np.random.default_rng(random_state).integers(2 ** 63))
+    return None
 
 
 class TunedOPSPTRRegressor(PrivateLinearRegressor):
-    """OPS-PTR with its proposal tuned privately (KRW Sec. 6.1): (epsilon, delta)-DP overall.
+    """OPS-PTR with its ridge tuned privately (KRW Sec. 6.1): (epsilon, delta)-DP overall.
 
     K ~ Geometric(mean=``mean_k``) runs of :class:`~privselect.ptr.regression.OPSPTRRegressor`, each
-    with a proposal drawn uniformly from the data-independent grid :func:`ops_ptr_candidates`
-    (``alphas`` x ``residuals``, in units of B_x^2 and B_y; ``alphas=None`` scales the ridge grid
-    with the OPS budget, :func:`default_alphas`), scored by the noisy clipped sum of squared
-    errors; only the best run is released (:class:`~privselect.tuning.PrivateTuner`).
+    with a ridge drawn uniformly from a data-independent grid (``alphas`` in units of B_x^2, or by
+    default :data:`DEFAULT_ALPHA_SCALES` times OPS-PTR's default ridge at the run's budget) and
+    with gamma solved from that run's released bounds (``gamma="auto"``), scored by the noisy
+    clipped sum of squared errors; only the best run is released
+    (:class:`~privselect.tuning.PrivateTuner`).
 
     ``accounting="profile"`` calibrates the per-run budget with KRW Thm 5.2
     (:func:`profile_run_budget`); ``"liu-talwar"`` with Liu & Talwar's bound
-    (:func:`liu_talwar_run_budget`). Either way the released model is (epsilon, delta)-DP; the
-    two differ in how much budget each run gets. Of a run's eps_Q, ``score_fraction`` goes to the
-    score's Laplace noise and the rest to OPS-PTR, split by ``eigen_fraction`` and
-    ``norm_fraction`` as in :class:`~privselect.ptr.regression.OPSPTRRegressor`. ``eigen_fraction``
-    defaults to 0 here: with bounded features and an intercept column lambda_min(X^T X) is
-    usually far below B_x^2 plus the bound's margin (B_x^2/eps_1) ln(1/(2 p_1)), so the private
-    eigenvalue bound cannot raise h~ above alpha and its budget is better spent on OPS.
+    (:func:`liu_talwar_run_budget`). Either way the released model is (epsilon, delta)-DP, and
+    ``certificate_`` is the certificate of the accounting in use (a
+    :class:`~privselect.Certificate` for "profile", a :class:`LiuTalwarCertificate` for
+    "liu-talwar"). Of a run's eps_Q, ``score_fraction`` goes to the score's Laplace noise and the
+    rest to OPS-PTR, split by ``eigen_fraction`` and ``norm_fraction`` as in
+    :class:`~privselect.ptr.regression.OPSPTRRegressor`.
 
-    Fitted: ``coef_`` (zeros if every run refused), ``refused_``, ``best_params_``,
-    ``run_budget_`` (:class:`RunBudget`), ``certificate_`` (the tuner's Thm 5.2
-    :class:`~privselect.Certificate` for the budget used) and, for Liu-Talwar accounting,
-    ``liu_talwar_certificate_``.
+    Refusals: with gamma solved per run a run refuses only when its alpha is below the mu
+    floor, and such alphas are removed from the grid before any data is seen, so runs do not
+    refuse (with ``eigen_fraction > 0`` neither: h~ >= alpha). ``refused_`` says whether the
+    released output is ⊥. How many runs refused is never released (it would reveal K and the
+    other runs).
+
+    Fitted: ``coef_``, ``refused_``, ``best_params_``, ``run_budget_`` (:class:`RunBudget`),
+    ``run_privacy_`` (the mechanism description of one run, fit plus score),
+    ``certificate_`` and ``candidates_`` (the grid used).
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, mean_k: float = 10.0,
-                 accounting: str = "profile", alphas: tuple | None = None, residuals: tuple | None = None,
-                 eigen_fraction: float = 0.0, norm_fraction: float = 0.3, score_fraction: float = 0.1,
-                 score_clip: float = 1.0, x_bound: float = 1.0, y_bound: float = 1.0, mode: str = "exact",
+                 accounting: str = "profile", alphas: tuple | None = None, eigen_fraction: float = 0.0,
+                 norm_fraction: float = 0.3, score_fraction: float = 0.1, score_clip: float = 1.0,
+                 n_max: int | None = None, x_bound: float = 1.0, y_bound: float = 1.0, mode: str = "exact",
                  random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.mean_k = mean_k
         self.accounting = accounting
         self.alphas = alphas
-        self.residuals = residuals
         self.eigen_fraction = eigen_fraction
         self.norm_fraction = norm_fraction
         self.score_fraction = score_fraction
         self.score_clip = score_clip
+        self.n_max = n_max
         self.x_bound = x_bound
         self.y_bound = y_bound
         self.mode = mode
@@ -325,56 +341,57 @@ class TunedOPSPTRRegressor(PrivateLinearRegressor):
         return _liu_talwar_budget(float(self.epsilon), float(self.delta), float(mean_k), float(self.score_fraction))
 
     def _template(self, budget: RunBudget) -> OPSPTRRegressor:
-        return OPSPTRRegressor(epsilon=budget.ptr_epsilon, delta=budget.delta, eigen_fraction=self.eigen_fraction,
-                               norm_fraction=self.norm_fraction, x_bound=self.x_bound, y_bound=self.y_bound,
-                               mode=self.mode)
+        return OPSPTRRegressor(epsilon=budget.ptr_epsilon, delta=budget.delta, gamma="auto",
+                               eigen_fraction=self.eigen_fraction, norm_fraction=self.norm_fraction,
+                               n_max=self.n_max, x_bound=self.x_bound, y_bound=self.y_bound, mode=self.mode)
 
-    def candidates(self) -> list[dict]:
-        """The proposal grid for these parameters (data-independent)."""
+    def candidates(self, d: int) -> list[dict]:
+        """The ridge grid for these parameters and d features (data-independent)."""
         budget = self.run_budget()
         template = self._template(budget)
-        residuals = DEFAULT_RESIDUALS if self.residuals is None else tuple(self.residuals)
-        for name, values in (("alphas", () if self.alphas is None else tuple(self.alphas)), ("residuals", residuals)):
-            if (name == "residuals" or self.alphas is not None) and (
-                    not values or any(not (isinstance(v, (int, float)) and v > 0) for v in values)):
-                raise ValueError(f"{name} must be a non-empty sequence of positive numbers, got {values!r}")
         if self.alphas is None:
-            mech = template.mechanism()
-            alphas = default_alphas(mech.epsilon_ops, mech.delta_ops, self.x_bound)
+            base = template.mechanism(d=d).alpha
+            alphas = tuple(s * base for s in DEFAULT_ALPHA_SCALES)
         else:
-            alphas = tuple(a * self.x_bound ** 2 for a in self.alphas)
-        return ops_ptr_candidates(template, alphas, [r * self.y_bound for r in residuals])
+            values = tuple(self.alphas)
+            if not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0
+                                 for v in values):
+                raise ValueError(f"alphas must be a non-empty sequence of positive numbers, got {self.alphas!r}")
+            alphas = tuple(a * self.x_bound ** 2 for a in values)
+        return ops_ptr_candidates(template, alphas)
+
+    def _score_clip(self) -> float:
+        return check.positive("score_clip", self.score_clip) * self.y_bound ** 2
 
     def fit(self, X, y):
         budget = self.run_budget()
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        candidates = self.candidates()
-        if not candidates:
-            raise ValueError("no proposal in the grid can pass the OPS test at this budget: "
-                             "add larger alphas or larger residuals")
+        clip = self._score_clip()
         Xc, yc = self._prepare(X, y)
+        candidates = self.candidates(Xc.shape[1])
+        if not candidates:
+            raise ValueError("no ridge in the grid can pass the OPS-PTR test at this budget (every alpha is below "
+                             "the mu floor): add larger alphas or raise epsilon")
         template = self._template(budget)
-        seed = self.random_state
-        if isinstance(seed, np.random.Generator):
-            seed = int(seed.integers(2 ** 63))
-        elif seed is not None:
-            seed = int(np.random.default_rng(seed).integers(2 ** 63))
-        clip = check.positive("score_clip", self.score_clip) * self.y_bound ** 2
+        score_noise = Laplace(1.0 / budget.score_epsilon, sensitivity=clip)
+        run_privacy = compose(template.privacy, score_noise)
+        k = Geometric(mean=budget.mean_k)
         tuner = PrivateTuner(_Trainer(template, clip), {"proposal": Choice(candidates)}, privacy=template.privacy,
-                             k=Geometric(mean=budget.mean_k), delta=self.delta, direction="minimize", seed=seed,
-                             backend="sequential",
-                             score_noise=Laplace(1.0 / budget.score_epsilon, sensitivity=clip))
+                             k=k, delta=self.delta, direction="minimize", seed=tuner_seed(self.random_state),
+                             backend="sequential", score_noise=score_noise)
         result = tuner.run((Xc, yc))
         winner = result.best_output
         self.run_budget_ = budget
-        self.certificate_: Certificate = result.certificate
+        self.run_privacy_ = run_privacy
+        self.candidates_ = candidates
         if self.accounting == "liu-talwar":
-            k = Geometric(mean=budget.mean_k)
             _, _, delta2 = liu_talwar_run_budget(float(self.epsilon), float(self.delta), k)
-            self.liu_talwar_certificate_ = liu_talwar_certificate(budget.epsilon, budget.delta, k, delta2)
-        self.refused_ = winner is None
-        self.best_params_ = None if winner is None else {"alpha": winner.alpha, "gamma": winner.gamma}
-        self.coef_ = np.zeros(Xc.shape[1]) if winner is None else winner.coef_
+            self.certificate_ = liu_talwar_certificate(budget.epsilon, budget.delta, k, delta2)
+        else:
+            self.certificate_: Certificate = result.certificate
+        self.refused_ = winner is None or bool(winner.refused_)
+        self.best_params_ = None if winner is None else {"alpha": winner.alpha_, "gamma": winner.gamma_}
+        self.coef_ = np.zeros(Xc.shape[1]) if self.refused_ else winner.coef_
         self.intercept_ = 0.0
         return self

@@ -1,25 +1,23 @@
-"""Private linear regression (KRW Sec. 6.1, Fig. 5): tuned OPS-PTR under two certificates vs baselines, test MSE vs eps.
+"""Private linear regression (KRW Sec. 6.1, Fig. 5): which private regressor to use, test MSE vs eps, two protocols.
 
 Data: scikit-learn's diabetes and UCI regression sets read with :func:`privselect.ptr.load_uci`
-from ``experiments/data/uci`` (``--data-dir`` elsewhere). Protocol (design notes Sec. 7.4):
+from ``experiments/data/uci`` (``--data-dir`` elsewhere). Two preprocessing protocols:
 
-* preprocessing by per-record maps with public constants only: each feature is mapped affinely
-  from its public range [lo, hi] to [-1, 1], a constant 1 is appended (the intercept), and every
-  row is divided by sqrt(d + 1), so ||x|| <= 1 = B_x; the target (after the log transform of
-  the UCI README) is mapped from its public range to [-1, 1], so |y| <= 1 = B_y. The "public
-  range" of a column is its min and max over the whole file rounded outward to two significant
-  digits: a stand-in for the data dictionary a real deployment would take them from (no z-scoring,
-  no centring, no max|y| from the training data; see experiments/README.md);
-* 10-fold cross-validation x 5 seeds (full run), one private fit per (fold, seed); test MSE on
-  the [-1, 1] label scale; median and inter-quartile range over the 50 fits;
-* eps in {0.1, 0.3, 1, 3, 10}, delta = 1e-6, add/remove neighbours, every method (eps, delta)-DP;
-* methods: OPS-PTR tuned with K ~ Geometric(mean 10) and certified by KRW Thm 5.2 ("profile"),
-  the same tuning certified by Liu & Talwar's bound, output perturbation (Gaussian), AdaOPS and
-  AdaSSP (corrected calibrations), OPS with a data-independent calibration (Wang's OPS-Balanced
-  ridge rule with exact gamma; KRW's non-adaptive baseline), non-private least squares and the
-  trivial predictor 0.
+* ``public`` (every private quantity private): each feature is mapped affinely from its public
+  range [lo, hi] to [-1, 1], a constant 1 is appended (the intercept), and every row is divided by
+  sqrt(d + 1), so ||x|| <= 1 = B_x; the target is mapped from its public range to [-1, 1]. The
+  "public range" is the column's min/max over the whole file rounded outward to two significant
+  digits: a stand-in for a data dictionary;
+* ``wang`` (Wang 2018's ``exp_uci.m``, for comparison with the literature): y centred and
+  divided by max|y|, features z-scored (constant columns -> 0), rows scaled to unit norm. These
+  statistics are computed on the whole file, i.e. NOT privately (design notes Sec. 9.6).
 
-``python -m experiments.linear_regression [--quick] [--data-dir DIR] [--out-dir DIR]``.
+Every estimator is (eps, delta)-DP end to end given its preprocessed input, tuning included,
+and every hyperparameter is a function of public quantities: the public bound on the number of
+records is the size of the distributed file (UCI's "number of instances"), never the private
+training-set size. 10-fold CV x ``seeds`` seeds; median test MSE on the label scale of the protocol.
+
+``python -m experiments.linear_regression [--quick] [--seeds S] [--datasets a,b] [--data-dir DIR] [--out-dir DIR]``.
 """
 
 from __future__ import annotations
@@ -28,18 +26,23 @@ import argparse
 import json
 import math
 import time
+import warnings
 import zlib
 from pathlib import Path
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.model_selection import KFold
+from threadpoolctl import threadpool_limits
 
 from privselect.ptr import (
     AdaOPSRegressor,
     AdaSSPRegressor,
     NonPrivateRidge,
+    OPSPTRRegressor,
     OPSRegressor,
     OutputPerturbationRegressor,
+    PrivateRegressorSelection,
     TunedOPSPTRRegressor,
     liu_talwar_certificate,
     liu_talwar_run_budget,
@@ -53,17 +56,24 @@ from privselect.selection import Geometric
 from . import _common as c
 
 NAME = "linear_regression"
-DATASETS = ("diabetes", "airfoil", "bike", "concrete", "elevators", "skillcraft", "wine")
-QUICK_DATASETS = ("diabetes", "airfoil")
-EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
+DATASETS = ("diabetes", "airfoil", "concrete", "wine", "bike", "elevators")
+QUICK_DATASETS = ("diabetes",)
+PROTOCOLS = ("public", "wang")
+EPSILONS = (0.1, 1.0, 10.0)
 DELTA = 1e-6
 MEAN_K = 10.0
 THETA_BOUND = 2.0  # output perturbation's public ball (the ridge solutions here have norm ~1.5-4)
-METHODS = ("OPS-PTR tuned (Thm 5.2)", "OPS-PTR tuned (Liu-Talwar)", "output perturbation", "AdaOPS", "AdaSSP",
-           "OPS (data-independent)", "non-private OLS", "trivial (0)")
+PRIVATE = ("OPS-PTR (default)", "OPS-PTR tuned (Thm 5.2)", "OPS-PTR tuned (Liu-Talwar)", "private selection",
+           "output perturbation", "AdaOPS", "AdaSSP", "OPS (data-independent)")
+METHODS = PRIVATE + ("non-private OLS", "trivial (0)")
+SHORT = {"OPS-PTR (default)": "PTR", "OPS-PTR tuned (Thm 5.2)": "PTR-5.2", "OPS-PTR tuned (Liu-Talwar)": "PTR-LT",
+         "private selection": "Select", "output perturbation": "OutPert", "AdaOPS": "AdaOPS", "AdaSSP": "AdaSSP",
+         "OPS (data-independent)": "OPS-DI", "non-private OLS": "OLS", "trivial (0)": "0"}
 STYLE = {
+    "OPS-PTR (default)": dict(color=c.COLORS[6], marker="*", linestyle="-", linewidth=1.2),
     "OPS-PTR tuned (Thm 5.2)": dict(color=c.COLORS[0], marker="o", **c.PROFILE),
     "OPS-PTR tuned (Liu-Talwar)": dict(color=c.COLORS[1], marker="s", **c.RDP),
+    "private selection": dict(color="tab:brown", marker="P", linestyle="-", linewidth=1.6),
     "output perturbation": dict(color=c.COLORS[2], marker="^", linestyle="-", linewidth=1.2),
     "AdaOPS": dict(color=c.COLORS[3], marker="v", linestyle="-", linewidth=1.2),
     "AdaSSP": dict(color=c.COLORS[4], marker="D", linestyle="-", linewidth=1.2),
@@ -86,7 +96,7 @@ def public_range(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def preprocess(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-record maps with public constants: features to [-1, 1] + intercept, rows / sqrt(d+1); y to [-1, 1]."""
+    """Protocol "public": per-record maps with public constants (features to [-1, 1] + intercept, rows / sqrt(d+1); y to [-1, 1])."""
     lo, hi = public_range(X)
     span = np.where(hi > lo, hi - lo, 1.0)
     Z = (2 * X - (lo + hi)) / span
@@ -95,27 +105,48 @@ def preprocess(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return Z, (2 * y - (ylo + yhi)) / (yhi - ylo)
 
 
-def load(name: str, data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+def wang_protocol(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Protocol "wang" (Wang 2018, ``exp_uci.m``): y centred, / max|y|; X z-scored (constant columns -> 0), rows / ||x||.
+
+    Uses means, standard deviations and max|y| of the whole file: NOT private; for comparison only.
+    """
+    y = y - y.mean()
+    y = y / np.abs(y).max()
+    std = X.std(axis=0)
+    Z = (X - X.mean(axis=0)) / np.where(std > 0, std, 1.0)
+    norms = np.linalg.norm(Z, axis=1, keepdims=True)
+    return Z / np.where(norms > 0, norms, 1.0), y
+
+
+PREPROCESS = {"public": preprocess, "wang": wang_protocol}
+
+
+def load(name: str, data_dir: Path | None = None, protocol: str = "public") -> tuple[np.ndarray, np.ndarray]:
+    """Data set ``name`` preprocessed by ``protocol`` (see the module docstring)."""
     if name == "diabetes":
         X, y = load_diabetes_raw()
     else:
-        data = load_uci(name, data_dir)
+        data = load_uci(name, data_dir if data_dir is not None else default_data_dir())
         X, y = data.X, data.y
-    return preprocess(X, y)
+    return PREPROCESS[protocol](X, y)
 
 
-def estimators(eps: float, n_public: int, d: int, n_max: int) -> dict:
-    """Every method at (eps, DELTA); all hyperparameters are functions of public quantities only."""
+def estimators(eps: float, n_public: int, d: int) -> dict:
+    """Every private method at (eps, DELTA); hyperparameters use public quantities only (``n_public``: a public
+    upper bound on the number of records, the size of the distributed file)."""
     return {
-        "OPS-PTR tuned (Thm 5.2)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, mean_k=MEAN_K, accounting="profile"),
+        "OPS-PTR (default)": OPSPTRRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
+        "OPS-PTR tuned (Thm 5.2)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, mean_k=MEAN_K, accounting="profile",
+                                                        n_max=n_public),
         "OPS-PTR tuned (Liu-Talwar)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, mean_k=MEAN_K,
-                                                           accounting="liu-talwar"),
+                                                           accounting="liu-talwar", n_max=n_public),
+        "private selection": PrivateRegressorSelection(epsilon=eps, delta=DELTA, n_max=n_public),
         "output perturbation": OutputPerturbationRegressor(
             epsilon=eps, delta=DELTA, theta_bound=THETA_BOUND,
             alpha=output_perturbation_alpha(n_public, d, eps, DELTA, theta_bound=THETA_BOUND)),
         "AdaOPS": AdaOPSRegressor(epsilon=eps, delta=DELTA),
         "AdaSSP": AdaSSPRegressor(epsilon=eps, delta=DELTA),
-        "OPS (data-independent)": OPSRegressor(epsilon=eps, delta=DELTA, n_max=n_max),
+        "OPS (data-independent)": OPSRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
     }
 
 
@@ -127,28 +158,26 @@ def budgets(epsilons) -> list[dict]:
         prof = profile_run_budget(float(eps), DELTA, MEAN_K, 0.1)
         eps_lt, delta_lt, delta2 = liu_talwar_run_budget(float(eps), DELTA, k)
         lt = liu_talwar_certificate(eps_lt, delta_lt, k, delta2)
+        select = PrivateRegressorSelection(epsilon=float(eps), delta=DELTA).run_budget()
         rows.append({"epsilon": eps, "delta": DELTA, "mean_k": MEAN_K,
                      "profile_eps_q": prof.epsilon, "profile_delta_q": prof.delta,
                      "profile_certificate_eps": prof.certificate_epsilon,
                      "lt_eps_q": eps_lt, "lt_delta_q": delta_lt, "lt_certificate_eps": lt.epsilon,
-                     "lt_certificate_delta": lt.delta, "lt_horizon": lt.horizon})
+                     "lt_certificate_delta": lt.delta, "lt_horizon": lt.horizon,
+                     "selection_eps_q": select.epsilon, "selection_delta_q": select.delta,
+                     "selection_certificate_eps": select.certificate_epsilon})
     return rows
 
 
-def run(quick: bool = False, out_dir=None, data_dir=None) -> dict:
-    started = time.perf_counter()
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    names = QUICK_DATASETS if quick else DATASETS
-    epsilons = (0.3, 3.0) if quick else EPSILONS
-    folds, seeds = (3, 1) if quick else (10, 5)
+def _run_data_set(protocol: str, name: str, data_dir: Path, epsilons, folds: int, seeds: int):
+    """All fits of one (protocol, data set): summary rows and raw per-fit rows."""
     raw, rows = [], []
-    for name in names:
-        if name != "diabetes" and not data_dir.is_dir():
-            raise FileNotFoundError(f"UCI data folder not found: {data_dir} (pass --data-dir)")
-        X, y = load(name, data_dir)
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # refusals are counted in refused_rate instead
+        X, y = load(name, data_dir, protocol)
         n, d = X.shape
         results: dict[tuple[str, float], list[float]] = {}
-        extra: dict[tuple[str, float], list[float]] = {}
+        refused: dict[tuple[str, float], list[float]] = {}
         for seed in range(seeds):
             for fold, (tr, te) in enumerate(KFold(folds, shuffle=True, random_state=1000 + seed).split(X)):
                 Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
@@ -156,88 +185,141 @@ def run(quick: bool = False, out_dir=None, data_dir=None) -> dict:
                 trivial = float(np.mean(yte ** 2))
                 for eps in epsilons:
                     fits = {"non-private OLS": ols, "trivial (0)": trivial}
-                    for label, est in estimators(eps, len(tr), d, n).items():
-                        est.set_params(random_state=zlib.crc32(f"{name}|{seed}|{fold}|{eps}|{label}".encode()))
+                    for label, est in estimators(eps, n, d).items():
+                        est.set_params(random_state=zlib.crc32(f"{protocol}|{name}|{seed}|{fold}|{eps}|{label}".encode()))
                         est.fit(Xtr, ytr)
                         fits[label] = float(np.mean((est.predict(Xte) - yte) ** 2))
-                        if label.startswith("OPS-PTR"):
-                            extra.setdefault((label, eps), []).append(float(est.refused_))
+                        if hasattr(est, "refused_"):
+                            refused.setdefault((label, eps), []).append(float(est.refused_))
                     for label, mse in fits.items():
                         results.setdefault((label, eps), []).append(mse)
-                        raw.append({"dataset": name, "method": label, "epsilon": eps, "seed": seed, "fold": fold,
-                                    "mse": f"{mse:.6g}"})
-        for (label, eps), values in results.items():
-            v = np.asarray(values)
-            rows.append({"dataset": name, "n": n, "d": d, "method": label, "epsilon": eps, "delta": DELTA,
-                         "median_mse": float(np.median(v)), "q25_mse": float(np.quantile(v, 0.25)),
-                         "q75_mse": float(np.quantile(v, 0.75)), "mean_mse": float(v.mean()), "fits": len(v),
-                         "refused_rate": float(np.mean(extra[(label, eps)])) if (label, eps) in extra else ""})
+                        raw.append({"protocol": protocol, "dataset": name, "method": label, "epsilon": eps,
+                                    "seed": seed, "fold": fold, "mse": f"{mse:.6g}"})
+    for (label, eps), values in results.items():
+        v = np.asarray(values)
+        rows.append({"protocol": protocol, "dataset": name, "n": n, "d": d, "method": label, "epsilon": eps,
+                     "delta": DELTA, "median_mse": float(np.median(v)), "q25_mse": float(np.quantile(v, 0.25)),
+                     "q75_mse": float(np.quantile(v, 0.75)), "mean_mse": float(v.mean()), "fits": len(v),
+                     "refused_rate": float(np.mean(refused[(label, eps)])) if (label, eps) in refused else ""})
+    return rows, raw
+
+
+def run(quick: bool = False, out_dir=None, data_dir=None, seeds: int | None = None, datasets=None,
+        n_jobs: int = 1) -> dict:
+    started = time.perf_counter()
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    names = tuple(datasets) if datasets else (QUICK_DATASETS if quick else DATASETS)
+    if any(name != "diabetes" for name in names) and not data_dir.is_dir():
+        raise FileNotFoundError(f"UCI data folder not found: {data_dir} (pass --data-dir)")
+    epsilons = (1.0,) if quick else EPSILONS
+    folds = 2 if quick else 10
+    seeds = 1 if seeds is None else int(seeds)
+    tasks = [(p, name) for name in names for p in PROTOCOLS]
+    tasks.sort(key=lambda t: t[1] != "elevators")  # the largest first, for load balance
+    outputs = Parallel(n_jobs=n_jobs)(delayed(_run_data_set)(p, name, data_dir, epsilons, folds, seeds)
+                                      for p, name in tasks)
+    rows = [r for p in PROTOCOLS for name in names for (rs, _), t in zip(outputs, tasks) if t == (p, name) for r in rs]
+    raw = [r for _, rr in outputs for r in rr]
     fig = _plot(rows, names, epsilons)
     directory = c.output_dir(quick, out_dir)
     c.write_csv(directory / f"{NAME}_runs.csv", raw)
     budget_rows = budgets(epsilons)
     c.write_csv(directory / f"{NAME}_budgets.csv", budget_rows)
+    wins = _wins(rows, names, epsilons)
+    (directory / f"{NAME}_table.md").write_text(markdown_tables(rows, names, epsilons, wins))
     key = {"datasets": list(names), "epsilons": list(epsilons), "folds": folds, "seeds": seeds,
-           "wins": _wins(rows, names, epsilons), "budgets": budget_rows}
+           "protocols": list(PROTOCOLS), "wins": wins, "win_counts": win_counts(wins), "budgets": budget_rows}
     return c.finish(NAME, rows, fig, quick=quick, out_dir=out_dir, key=key, started=started)
 
 
 def _wins(rows, names, epsilons) -> dict:
-    """For each (dataset, eps): the private method with the lowest median MSE."""
-    private = [m for m in METHODS if m not in ("non-private OLS", "trivial (0)")]
+    """For each (protocol, dataset, eps): the private method with the lowest median MSE."""
     out = {}
-    for name in names:
-        for eps in epsilons:
-            cell = [r for r in rows if r["dataset"] == name and r["epsilon"] == eps and r["method"] in private]
-            best = min(cell, key=lambda r: r["median_mse"])
-            out[f"{name}@{eps:g}"] = best["method"]
+    for protocol in PROTOCOLS:
+        for name in names:
+            for eps in epsilons:
+                cell = [r for r in rows if r["protocol"] == protocol and r["dataset"] == name
+                        and r["epsilon"] == eps and r["method"] in PRIVATE]
+                out[f"{protocol}:{name}@{eps:g}"] = min(cell, key=lambda r: r["median_mse"])["method"]
     return out
 
 
-def _plot(rows, names, epsilons):
-    from matplotlib.ticker import NullLocator
+def win_counts(wins: dict) -> dict:
+    """Cells won per private method and protocol."""
+    counts = {p: {m: 0 for m in PRIVATE} for p in PROTOCOLS}
+    for cell, method in wins.items():
+        counts[cell.split(":")[0]][method] += 1
+    return counts
 
-    ncols = 4 if len(names) > 3 else len(names)
-    nrows = math.ceil(len(names) / ncols)
-    fig, axes = c.figure(nrows, ncols, width=3.6, height=3.0)
-    for i, name in enumerate(names):
-        ax = axes[i // ncols, i % ncols]
-        for method in METHODS:
-            cell = sorted((r for r in rows if r["dataset"] == name and r["method"] == method),
-                          key=lambda r: r["epsilon"])
+
+def markdown_tables(rows, names, epsilons, wins) -> str:
+    """The README tables: median test MSE per (protocol, data set, eps); bold = best private method."""
+    out = []
+    for protocol in PROTOCOLS:
+        out.append(f"#### Protocol `{protocol}`\n")
+        for name in names:
+            cell = [r for r in rows if r["protocol"] == protocol and r["dataset"] == name]
             if not cell:
                 continue
-            eps = [r["epsilon"] for r in cell]
-            med = [r["median_mse"] for r in cell]
-            ax.plot(eps, med, label=method, markersize=3.5, **STYLE[method])
-            if method not in ("non-private OLS", "trivial (0)"):
-                ax.fill_between(eps, [r["q25_mse"] for r in cell], [r["q75_mse"] for r in cell],
-                                color=STYLE[method]["color"], alpha=0.10, linewidth=0)
-        n, d = next((r["n"], r["d"]) for r in rows if r["dataset"] == name)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xticks(list(epsilons), [f"{e:g}" for e in epsilons])
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_title(f"{name} (n={n}, d={d})")
-        ax.set_xlabel("epsilon (delta = 1e-6)")
-        ax.set_ylabel("test MSE (labels in [-1, 1])")
-    for j in range(len(names), nrows * ncols):
-        axes[j // ncols, j % ncols].axis("off")
+            out.append(f"{name} (n={cell[0]['n']}, d={cell[0]['d']})\n")
+            out.append("| eps | " + " | ".join(SHORT[m] for m in METHODS) + " | ⊥ PTR/5.2/LT |")
+            out.append("|---" * (len(METHODS) + 2) + "|")
+            for eps in epsilons:
+                by = {r["method"]: r for r in cell if r["epsilon"] == eps}
+                best = wins[f"{protocol}:{name}@{eps:g}"]
+                vals = [f"**{by[m]['median_mse']:.4f}**" if m == best else f"{by[m]['median_mse']:.4f}"
+                        for m in METHODS]
+                ref = "/".join(f"{by[m]['refused_rate']:.2f}" for m in PRIVATE[:3])
+                out.append(f"| {eps:g} | " + " | ".join(vals) + f" | {ref} |")
+            out.append("")
+        counts = win_counts(wins)[protocol]
+        out.append("Cells won: " + ", ".join(f"{SHORT[m]} {k}" for m, k in counts.items()) + "\n")
+    return "\n".join(out)
+
+
+def _plot(rows, names, epsilons):
+    """One panel per (protocol, data set): median test MSE vs eps with inter-quartile bands."""
+    from matplotlib.ticker import NullLocator
+
+    ncols = len(names)
+    fig, axes = c.figure(len(PROTOCOLS), ncols, width=3.2, height=2.8)
+    for row, protocol in enumerate(PROTOCOLS):
+        for col, name in enumerate(names):
+            ax = axes[row, col]
+            panel = [r for r in rows if r["protocol"] == protocol and r["dataset"] == name]
+            for method in METHODS:
+                cell = sorted((r for r in panel if r["method"] == method), key=lambda r: r["epsilon"])
+                if not cell:
+                    continue
+                eps = [r["epsilon"] for r in cell]
+                ax.plot(eps, [r["median_mse"] for r in cell], label=method, markersize=3.5, **STYLE[method])
+                if method in PRIVATE:
+                    ax.fill_between(eps, [r["q25_mse"] for r in cell], [r["q75_mse"] for r in cell],
+                                    color=STYLE[method]["color"], alpha=0.08, linewidth=0)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xticks(list(epsilons), [f"{e:g}" for e in epsilons])
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.set_title(f"{name} ({protocol})", fontsize=9)
+            ax.set_xlabel("epsilon (delta = 1e-6)")
+            if col == 0:
+                ax.set_ylabel("test MSE")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    if len(names) < nrows * ncols:
-        axes[-1, -1].legend(handles, labels, loc="center", fontsize=8)
-    else:
-        fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=8)
+    fig.legend(handles, labels, loc="outside lower center", ncols=5, fontsize=8)
     return fig
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.linear_regression", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2 data sets, 3 folds, 1 seed, eps in {0.3, 3}")
+    parser.add_argument("--quick", action="store_true", help="diabetes only, 2 folds, eps = 1")
+    parser.add_argument("--n-jobs", type=int, default=1, help="processes, one (protocol, data set) each")
+    parser.add_argument("--seeds", type=int, default=None, help="CV repetitions (default 1: 10 fits per cell)")
+    parser.add_argument("--datasets", default=None, help="comma-separated subset of the data sets")
     parser.add_argument("--data-dir", default=None, help="folder with the UCI files (default: experiments/data/uci)")
     parser.add_argument("--out-dir", default=None, help="write here instead of experiments/results/")
     args = parser.parse_args(argv)
-    out = run(quick=args.quick, out_dir=args.out_dir, data_dir=args.data_dir)
+    out = run(quick=args.quick, out_dir=args.out_dir, data_dir=args.data_dir, seeds=args.seeds,
+              datasets=None if args.datasets is None else args.datasets.split(","), n_jobs=args.n_jobs)
     print(json.dumps(out, indent=1, default=str))
     return 0
 

@@ -29,7 +29,9 @@ from privselect.ptr import (
     OPSPTR,
     OPSPTRRegressor,
     OPSRegressor,
+    LiuTalwarCertificate,
     OutputPerturbationRegressor,
+    PrivateRegressorSelection,
     TunedOPSPTRRegressor,
     analytic_gaussian_sigma,
     liu_talwar_certificate,
@@ -37,7 +39,16 @@ from privselect.ptr import (
     profile_run_budget,
 )
 from privselect.ptr.data import UCI_DATASETS, UCI_DIR_ENV, load_diabetes_raw, load_uci, read_numeric_table
-from privselect.ptr.ops import bounds_from_statistics, clip_records, ops_gamma, ops_passes
+from privselect.ptr.ops import (
+    bounds_from_statistics,
+    clip_records,
+    ops_epsilon,
+    ops_gamma,
+    ops_passes,
+    ridge_solution,
+    sample_ops,
+)
+from privselect.ptr.regression import RefusalWarning
 from tests.support import UCI_DIR
 
 UCI = UCI_DIR  # vendored in the repository
@@ -146,7 +157,7 @@ def test_ops_ptr_privacy_accounting():
     assert mech.privacy.delta == pytest.approx(5e-7 + 2 * 1.25e-7 + 2.5e-7)  # KRW Thm 6.1
     reg = OPSPTRRegressor(epsilon=1.0, delta=1e-6, eigen_fraction=0.1, norm_fraction=0.2)
     assert reg.privacy.epsilon == pytest.approx(1.0) and reg.privacy.delta == pytest.approx(1e-6)
-    no_eigen = OPSPTRRegressor(epsilon=1.0, delta=1e-6, eigen_fraction=0.0).mechanism()
+    no_eigen = OPSPTRRegressor(epsilon=1.0, delta=1e-6, eigen_fraction=0.0).mechanism(d=3)
     assert no_eigen.eigen_bound is None and no_eigen.privacy.delta == pytest.approx(1e-6)
 
 
@@ -180,13 +191,76 @@ def test_ops_ptr_false_pass_rate_is_at_most_delta_prime():
 
 def test_ops_ptr_regressor_refuses_and_predicts_zero():
     X, y = _regression_data()
-    reg = OPSPTRRegressor(epsilon=1.0, alpha=10.0, gamma=1e6, random_state=0).fit(X, y)
-    assert reg.refused_ and not reg.test_release_.passed
+    with pytest.warns(RefusalWarning, match="refitting"):
+        reg = OPSPTRRegressor(epsilon=1.0, alpha=100.0, gamma=1e6, random_state=0).fit(X, y)
+    assert reg.refused_ and not reg.test_release_.passed and reg.gamma_ == 0.0
     assert np.all(reg.coef_ == 0) and np.all(reg.predict(X) == 0)
+    # the kept statistic is the tested value at the released bounds, and it failed the test
+    release = reg.test_release_
+    eps_ops = reg.mechanism(d=3).epsilon_ops
+    assert reg.test_statistic_ == pytest.approx(float(ops_epsilon(release.mu_bound, release.rho_bound, 5e-7)))
+    assert reg.test_statistic_ > eps_ops
     ok = OPSPTRRegressor(epsilon=5.0, alpha=10.0, gamma=1e-3, random_state=0).fit(X, y)
-    assert not ok.refused_ and np.any(ok.coef_ != 0)
+    assert not ok.refused_ and np.any(ok.coef_ != 0) and ok.test_statistic_ <= ok.mechanism(d=3).epsilon_ops
     again = OPSPTRRegressor(epsilon=5.0, alpha=10.0, gamma=1e-3, random_state=0).fit(X, y)
     assert np.array_equal(ok.coef_, again.coef_)
+
+
+def test_ops_ptr_auto_gamma_is_the_largest_gamma_the_released_bounds_allow():
+    X, y = _regression_data()
+    reg = OPSPTRRegressor(epsilon=1.0, random_state=3).fit(X, y)
+    release = reg.test_release_
+    mech = reg.mechanism(d=3)
+    assert not reg.refused_ and reg.gamma_ == release.gamma > 0
+    residual = release.rho_bound / math.sqrt(release.gamma)
+    assert ops_passes(mech.epsilon_ops, release.mu_bound, math.sqrt(reg.gamma_) * residual, mech.delta_ops)
+    assert not ops_passes(mech.epsilon_ops, release.mu_bound, math.sqrt(1.001 * reg.gamma_) * residual, mech.delta_ops)
+    assert reg.test_statistic_ <= mech.epsilon_ops and reg.test_statistic_ > 0.99 * mech.epsilon_ops
+    # the default ridge is above the mu floor: the rho-free part of the loss is at most half of eps_ops
+    assert float(ops_epsilon(1.0 / reg.alpha_, 0.0, mech.delta_ops)) <= mech.epsilon_ops / 2 + 1e-9
+
+
+def test_ops_ptr_auto_gamma_false_pass_rate_is_at_most_delta_prime():
+    """With gamma solved from the released bounds, the released gamma exceeds the largest private gamma at
+    the exact statistics only when a bound failed (probability <= p_1 + p_2)."""
+    X, y = _regression_data(n=300, d=3, seed=1)
+    p1, p2, eps_ops, delta_ops = 0.05, 0.05, 1.0, 1e-6
+    mech = OPSPTR(alpha=2.0, gamma=None, epsilon_eigen=1.0, epsilon_norm=1.0, epsilon_ops=eps_ops,
+                  delta_ops=delta_ops, failure_eigen=p1, failure_norm=p2)
+    stats = mech.statistics(X, y)
+    exact = bounds_from_statistics(mech.alpha, stats.lambda_min, stats.log_norm, 1.0)
+    g_star = ops_gamma(exact.mu_bound, exact.residual_bound, eps_ops, delta_ops)
+    n = 3000
+    release = mech.test(stats, np.random.default_rng(7), size=n)
+    over = float(np.mean(release.gamma > g_star * (1 + 1e-9)))
+    assert over <= _binomial_band(p1 + p2, n)[1]
+    assert over > 0  # exercised: failed bounds do produce an optimistic gamma
+    assert release.passed.all()
+
+
+def test_explicit_proposal_that_can_never_pass_raises_at_construction():
+    # KRW-style default alpha = 100 at eps = 0.1: the mu log(2/delta) floor alone exceeds eps_ops
+    with pytest.raises(ValueError, match="can never pass"):
+        OPSPTRRegressor(epsilon=0.1, alpha=100.0)
+    with pytest.raises(ValueError, match="can never pass"):
+        OPSPTRRegressor(epsilon=0.1, alpha=100.0, gamma=0.01)
+    OPSPTRRegressor(epsilon=0.1, alpha=100.0, eigen_fraction=0.1)  # a large lambda~ could rescue it
+    OPSPTRRegressor(epsilon=1.0, alpha=100.0)  # feasible
+
+
+def test_ops_regressor_does_not_reveal_n_above_n_max():
+    X, y = _regression_data(n=200)
+    # n > n_max: no error; a uniformly random n_max-subset is used (same law as fitting that subset)
+    big = OPSRegressor(epsilon=1.0, n_max=50, random_state=0).fit(X, y)
+    assert big.coef_.shape == (3,) and np.all(np.isfinite(big.coef_))
+    rng = np.random.default_rng(0)
+    keep = np.sort(rng.choice(200, size=50, replace=False))
+    theta_hat, _ = ridge_solution(X[keep], y[keep], big.alpha_)
+    posterior = sample_ops(theta_hat, np.linalg.cholesky(X[keep].T @ X[keep] + big.alpha_ * np.eye(3)), big.gamma_,
+                           rng)
+    assert np.allclose(big.coef_, posterior)
+    small = OPSRegressor(epsilon=1.0, n_max=50, random_state=0).fit(X[:50], y[:50])
+    assert small.alpha_ == big.alpha_ and small.gamma_ == big.gamma_  # calibration depends on n_max only
 
 
 @pytest.mark.parametrize("params,match", [(dict(epsilon=0.0), "epsilon"), (dict(delta=1.5), "delta"),
@@ -280,27 +354,35 @@ def test_tuned_ops_ptr_is_certified_and_deterministic(accounting):
     X, y = _regression_data(n=3000, d=3, seed=2)
     reg = TunedOPSPTRRegressor(epsilon=3.0, delta=1e-6, mean_k=5, accounting=accounting, random_state=1)
     reg.fit(X, y)
-    assert reg.certificate_.epsilon <= 3.0 and reg.certificate_.delta == 1e-6
-    assert "5.2" in reg.certificate_.bound
-    if accounting == "liu-talwar":
-        assert reg.liu_talwar_certificate_.epsilon <= 3.0 and reg.liu_talwar_certificate_.delta <= 1e-6
-        assert reg.certificate_.epsilon < 3.0  # the profile bound certifies the same run more cheaply
-    assert not reg.refused_ and reg.best_params_["alpha"] in [c["alpha"] for c in reg.candidates()]
+    assert reg.certificate_.epsilon <= 3.0 and reg.certificate_.delta <= 1e-6
+    k = ps.Geometric(mean=5)
+    thm52 = ps.certify(reg.run_privacy_, k, 1e-6)
+    if accounting == "liu-talwar":  # certificate_ is the certificate of the mode in use
+        assert isinstance(reg.certificate_, LiuTalwarCertificate)
+        assert reg.certificate_.base_epsilon == reg.run_budget_.epsilon
+        assert reg.certificate_.epsilon > 2.999 and thm52.epsilon < 3.0  # Thm 5.2 certifies the same run more cheaply
+    else:
+        assert "5.2" in reg.certificate_.bound and reg.certificate_.epsilon == thm52.epsilon
+    assert not reg.refused_ and reg.best_params_["alpha"] in [c["alpha"] for c in reg.candidates_]
     again = TunedOPSPTRRegressor(epsilon=3.0, delta=1e-6, mean_k=5, accounting=accounting, random_state=1).fit(X, y)
     assert np.array_equal(reg.coef_, again.coef_)
+    assert reg.get_params()["random_state"] == 1
     trivial = float(np.mean(y ** 2))
     assert float(np.mean((reg.predict(X) - y) ** 2)) < trivial
 
 
-def test_tuned_ops_ptr_outputs_bottom_when_every_run_refuses():
+def test_tuned_ops_ptr_grid_keeps_only_feasible_ridges():
     X, y = _regression_data(n=200)
-    # a residual proposal of B_y is never met: R_+ >= B_y (1 + B_x^2/h) > B_y
-    reg = TunedOPSPTRRegressor(epsilon=2.0, residuals=(1.0,), alphas=(100.0,), random_state=0).fit(X, y)
-    assert reg.refused_ and reg.best_params_ is None and np.all(reg.predict(X) == 0)
-    with pytest.raises(ValueError, match="no proposal"):
+    reg = TunedOPSPTRRegressor(epsilon=1.0, mean_k=3, alphas=(1.0, 1e4), random_state=0)
+    assert reg.candidates(3) == [{"alpha": 1e4}]  # alpha = 1 is below the mu floor at eps_Q ~ 0.3
+    reg.fit(X, y)
+    assert reg.best_params_["alpha"] == 1e4 and not reg.refused_
+    with pytest.raises(ValueError, match="no ridge"):
         TunedOPSPTRRegressor(epsilon=0.05, alphas=(0.001,)).fit(X, y)
     with pytest.raises(ValueError, match="accounting"):
         TunedOPSPTRRegressor(accounting="rdp").fit(X, y)
+    with pytest.raises(ValueError, match="alphas"):
+        TunedOPSPTRRegressor(alphas=(-1.0,)).fit(X, y)
 
 
 # ----------------------------------------------------------------------------------------
@@ -308,13 +390,14 @@ def test_tuned_ops_ptr_outputs_bottom_when_every_run_refuses():
 # ----------------------------------------------------------------------------------------
 
 ESTIMATORS = [OPSRegressor(), OPSPTRRegressor(), TunedOPSPTRRegressor(mean_k=3), OutputPerturbationRegressor(),
+              PrivateRegressorSelection(k=ps.Geometric(mean=2)),
               OutputPerturbationRegressor(delta=None), AdaSSPRegressor(), AdaOPSRegressor(), NonPrivateRidge()]
 
 
 def _expected_failures(estimator):
-    if isinstance(estimator, OPSRegressor):
+    if isinstance(estimator, (OPSRegressor, OPSPTRRegressor)):
         return {"check_regressors_train": "the check sets alpha=0.01, for which no gamma > 0 is private; "
-                                          "OPSRegressor refuses such (data-independent) parameters"}
+                                          "both refuse such (data-independent) parameters with a ValueError"}
     return {}
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "ops_passes",
     "ops_gamma",
     "ops_mu_bound",
+    "ops_rho_bound",
     "OPSLocalBounds",
     "ops_local_bounds",
     "bounds_from_statistics",
@@ -334,6 +335,30 @@ def ops_gamma(mu: float, residual: float, epsilon: float, delta: float, mode: st
     while gamma > 0 and not ok(math.sqrt(gamma) * residual):  # pragma: no cover - rounding guard
         gamma *= 1 - 1e-9
     return gamma
+
+
+def ops_rho_bound(epsilon: float, mu, delta: float, mode: str = "exact", *, iterations: int = 40) -> np.ndarray:
+    """Largest rho with ``ops_passes(epsilon, mu, rho, delta, mode)`` (0 where even rho = 0 fails); vectorised in mu.
+
+    Bisection in rho; the returned value always passes (the lower end of the final bracket), so
+    gamma = (rho / R)^2 is private for a residual bound R. Used by OPS-PTR's ``gamma="auto"``.
+    """
+    mu = np.asarray(mu, dtype=float)
+    ok0 = np.asarray(ops_passes(epsilon, mu, 0.0, delta, mode), dtype=bool)
+    lo = np.zeros_like(mu)
+    hi = np.ones_like(mu)
+    for _ in range(64):  # double hi until it fails (rho is bounded: eps grows like rho^2 mu)
+        grow = ok0 & np.asarray(ops_passes(epsilon, mu, hi, delta, mode), dtype=bool)
+        if not grow.any():
+            break
+        lo = np.where(grow, hi, lo)
+        hi = np.where(grow, 2 * hi, hi)
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        good = np.asarray(ops_passes(epsilon, mu, mid, delta, mode), dtype=bool)
+        lo = np.where(good, mid, lo)
+        hi = np.where(good, hi, mid)
+    return np.where(ok0, lo, 0.0)
 
 
 @functools.lru_cache(maxsize=1024)

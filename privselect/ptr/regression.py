@@ -32,7 +32,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import _validation as check
 from ..mechanisms import ApproxDP
 from .gptr import BOTTOM, GeneralizedPTR, LaplaceBound, PTRResult
-from .ops import clip_records, ops_epsilon, ops_gamma, ops_mu_bound, ops_passes, ridge_solution, sample_ops
+from .ops import (
+    clip_records,
+    ops_epsilon,
+    ops_gamma,
+    ops_mu_bound,
+    ops_passes,
+    ops_rho_bound,
+    ridge_solution,
+    sample_ops,
+)
 
 __all__ = ["OPSRegressor", "OPSPTRRegressor", "OPSPTR", "OPSPTRTestRelease", "RefusalWarning", "balanced_alpha",
            "default_ops_ptr_alpha"]
@@ -321,8 +330,7 @@ class OPSPTR:
         mu = self.x_bound ** 2 / h
         residual = np.exp(u_upper) * (1 + self.x_bound ** 2 / h)
         if self.gamma is None:
-            gamma = np.vectorize(lambda m, r: ops_gamma(m, r, self.epsilon_ops, self.delta_ops, self.mode),
-                                 otypes=[float])(mu, residual)
+            gamma = (ops_rho_bound(self.epsilon_ops, mu, self.delta_ops, self.mode) / residual) ** 2
             passed = gamma > 0
         else:
             gamma = np.full(np.shape(mu), self.gamma)
@@ -330,6 +338,8 @@ class OPSPTR:
         rho = np.sqrt(gamma) * residual
         if size is None:
             statistic = float(ops_epsilon(float(mu), float(rho), self.delta_ops, self.mode))
+            if passed:  # the verdict compares delta(eps_ops) directly; the bisection's bracket may end above
+                statistic = min(statistic, self.epsilon_ops)
             return OPSPTRTestRelease(float(lam_lower), float(u_upper), float(mu), float(rho), bool(passed),
                                      float(gamma), statistic)
         return OPSPTRTestRelease(lam_lower, u_upper, mu, rho, passed, gamma)

@@ -24,6 +24,7 @@ EXPERIMENTS: dict[str, str] = {
     "affordable_candidates": "experiments.affordable_candidates",
     "tradeoff": "experiments.tradeoff",
     "linear_regression": "experiments.linear_regression",
+    "subsampled_tuning": "experiments.subsampled_tuning",
 }
 
 #: Short names accepted by :func:`run` and the command line.

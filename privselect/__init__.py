@@ -47,6 +47,7 @@ _PUBLIC: dict[str, str] = {
     "certify": ".selection",
     "Certificate": ".selection",
     "selection_profile": ".selection",
+    "certify_pipeline": ".selection.pipeline",
     "report_noisy_max": ".selection",
     # errors
     "CertificationError": ".errors",

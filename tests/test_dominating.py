@@ -107,13 +107,17 @@ def test_subsampled_discrete_pair_is_exact():
 
 
 def test_tune_then_train_beats_basic_composition():
-    """Selection (Geometric K, mean 10) of DP-SGD runs, then one final DP-SGD run, at delta = 1e-5."""
+    """Selection (Geometric K, mean 10) of DP-SGD runs, then one final DP-SGD run, at delta = 1e-5.
+
+    The certificate comes from the selection layer (``certify_pipeline``)."""
     delta = 1e-5
     run = ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(3000)
+    k = Geometric(mean=10)
+    cert = ps.certify_pipeline(run, k, delta, final=run)
+    total = cert.epsilon
     base = PRVAccountant(target_delta=1e-8).profile(run)
-    selection = selection_profile(base, Geometric(mean=10))
-    total = ps.privacy_profile(ps.compose(ProfileMechanism(selection), run)).epsilon(delta)
-    eps_selection, eps_final = selection.epsilon(delta), base.epsilon(delta)
+    selection = selection_profile(base, k)
+    eps_selection, eps_final = ps.certify(run, k, delta).epsilon, base.epsilon(delta)
     assert total >= max(eps_selection, eps_final)
     # basic composition: eps_1(delta_1) + eps_2(delta - delta_1), best split on a fine grid
     floor = selection.error_budget.min_delta
@@ -121,6 +125,7 @@ def test_tune_then_train_beats_basic_composition():
     basic = float(np.min(selection.epsilon(splits) + base.epsilon(delta - splits)))
     assert total <= basic
     assert total <= 0.95 * basic
+    assert cert.method == "profile" and cert.alternatives["rdp"] > total
 
 
 # ---------------------------------------------------------------------------------------------

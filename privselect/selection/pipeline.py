@@ -1,0 +1,161 @@
+"""Certificates for tuning inside a pipeline: tune (possibly on a subsample), then train a final model.
+
+The selection profile of "best of K runs" (KRW Thm 5.2 / 5.7 / Cor. 5.8) becomes a mechanism
+(:class:`~privselect.accounting.dominating.ProfileMechanism`, a dominating pair by connecting the
+dots), which then composes and subsamples like any other:
+
+* **tune then train**: the selection, then one final run with the winner's hyperparameters on the
+  full data: ``compose(ProfileMechanism(selection), final)`` (adaptive composition; the final run
+  may depend on the winner).
+* **subsampled tuning** (Koskela, Kulkarni 2023): the K candidates all run on one Poisson subsample
+  of rate r, drawn once and independently of the data, then the final run on the full data:
+  ``compose(ProfileMechanism(selection).poisson_subsample(r), final)`` (Zhu, Dong, Wang 2022,
+  Thm 11(1) applied to the whole selection, whose add/remove profile on the subsample is
+  ``selection``).
+
+The RDP route, kept as an alternative and reported: the Papernot-Steinke selection RDP (KRW Thm
+5.1 / 5.6), amplified by Poisson subsampling with the general bound of Zhu, Wang (2019, Thm 6)
+when r < 1 (as Koskela and Kulkarni do), plus the final run's RDP. A certificate takes the
+smaller epsilon of the two routes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from .. import _validation as check
+from ..accounting import privacy_profile, rdp
+from ..accounting.dominating import ProfileMechanism
+from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
+from ..mechanisms import Mechanism, compose
+from .bounds import selection_profile
+from .certificate import Certificate
+from .distributions import KDistribution
+from .rdp_bounds import selection_rdp_curve, supports_rdp_selection
+
+__all__ = ["pipeline_mechanism", "pipeline_profile", "pipeline_rdp_epsilon", "certify_pipeline",
+           "poisson_subsampled_rdp"]
+
+#: Integer Renyi orders for the RDP route (Zhu-Wang's bound needs integers >= 2).
+PIPELINE_ORDERS = np.arange(2, 257, dtype=float)
+
+
+def _rate(tuning_rate: object) -> float:
+    return check.half_open_unit("tuning_rate", tuning_rate)
+
+
+def _final(final: object) -> Mechanism | None:
+    if final is not None and not isinstance(final, Mechanism):
+        raise TypeError(f"final must be a Mechanism describing the final training run, or None, "
+                        f"got {type(final).__name__}")
+    return final
+
+
+def pipeline_mechanism(selection: PrivacyProfile, *, final: Mechanism | None = None,
+                       tuning_rate: float = 1.0) -> Mechanism:
+    """The pipeline as a mechanism: the selection (subsampled at ``tuning_rate``), then ``final``."""
+    rate, final = _rate(tuning_rate), _final(final)
+    tuning: Mechanism = ProfileMechanism(selection)
+    if rate < 1:
+        tuning = tuning.poisson_subsample(rate)
+    return tuning if final is None else compose(tuning, final)
+
+
+def pipeline_profile(base: Mechanism | PrivacyProfile, k: KDistribution, *, final: Mechanism | None = None,
+                     tuning_rate: float = 1.0, **accountant_options: Any) -> PrivacyProfile:
+    """Privacy profile of the pipeline; with no final run and ``tuning_rate=1`` the selection profile itself."""
+    selection = selection_profile(base, k, **accountant_options)
+    if final is None and _rate(tuning_rate) == 1.0:
+        return selection
+    return privacy_profile(pipeline_mechanism(selection, final=final, tuning_rate=tuning_rate))
+
+
+def poisson_subsampled_rdp(rdp_curve: np.ndarray, orders: np.ndarray, rate: float) -> np.ndarray:
+    """Upper bound on the RDP of a mechanism run on a Poisson subsample (Zhu, Wang 2019, Thm 6).
+
+    ``rdp_curve[i]`` is the mechanism's RDP at ``orders[i]``; ``orders`` must be the integers
+    2, 3, ..., A. For each integer order a:
+
+        (a-1) eps'(a) <= log[(1-r)^{a-1} (a r - r + 1) + C(a,2) r^2 (1-r)^{a-2} e^{eps(2)}
+                             + 3 sum_{l=3}^a C(a,l) r^l (1-r)^{a-l} e^{(l-1) eps(l)}],
+
+    capped by eps(a) (subsampling never increases RDP, by joint convexity).
+    """
+    orders = np.asarray(orders, dtype=float)
+    eps = np.asarray(rdp_curve, dtype=float)
+    if not np.array_equal(orders, np.arange(2, orders.size + 2)):
+        raise ValueError("poisson_subsampled_rdp needs the integer orders 2, 3, ..., A")
+    if rate == 1.0:
+        return eps.copy()
+    out = np.empty_like(eps)
+    log_r, log_1mr = math.log(rate), math.log1p(-rate)
+    for i, a in enumerate(orders.astype(int)):
+        ell = np.arange(2, a + 1)
+        log_binom = special.gammaln(a + 1) - special.gammaln(ell + 1) - special.gammaln(a - ell + 1)
+        terms = log_binom + ell * log_r + (a - ell) * log_1mr + (ell - 1) * eps[ell - 2]
+        terms[1:] += math.log(3.0)
+        head = (a - 1) * log_1mr + math.log1p((a - 1) * rate)
+        total = special.logsumexp(np.concatenate([[head], terms]))
+        out[i] = min(total / (a - 1), eps[i])
+    return out
+
+
+def pipeline_rdp_epsilon(base: Mechanism, k: KDistribution, delta: float, *, final: Mechanism | None = None,
+                         tuning_rate: float = 1.0) -> float:
+    """The RDP route: Papernot-Steinke selection RDP, Zhu-Wang subsampling, plus the final run's RDP."""
+    reason = supports_rdp_selection(base, k)
+    if reason:
+        raise ValueError(reason)
+    curve = selection_rdp_curve(base, k, PIPELINE_ORDERS)
+    curve = poisson_subsampled_rdp(curve, PIPELINE_ORDERS, _rate(tuning_rate))
+    final = _final(final)
+    if final is not None:
+        curve = curve + rdp.rdp_curve(final, PIPELINE_ORDERS)
+    return float(rdp.epsilon_from_rdp(PIPELINE_ORDERS, curve, delta))
+
+
+def certify_pipeline(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
+                     final: Mechanism | None = None, tuning_rate: float = 1.0,
+                     **accountant_options: Any) -> Certificate:
+    """Certify a tuning pipeline at ``delta``: the smaller epsilon of the profile and RDP routes.
+
+    ``base`` describes one candidate run (on the tuning subsample when ``tuning_rate < 1``);
+    ``final`` the final training run on the full data (None: no final run).
+    """
+    if not isinstance(k, KDistribution):
+        raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(k).__name__}")
+    delta = check.delta_scalar("delta", delta)
+    rate, final = _rate(tuning_rate), _final(final)
+    mechanism = base.mechanism if isinstance(base, PrivacyProfile) else base
+    results: dict[str, float] = {}
+    notes: list[str] = []
+    budget = ErrorBudget()
+    accountant = "rdp"
+    try:
+        profile = pipeline_profile(base, k, final=final, tuning_rate=rate, **accountant_options)
+        results["profile"] = float(profile.epsilon(delta))
+        budget, accountant = profile.error_budget, profile.method
+    except CertificationError as exc:
+        notes.append(f"profile: {exc}")
+    if isinstance(mechanism, Mechanism) and supports_rdp_selection(mechanism, k) is None \
+            and (final is None or rdp.supports_rdp(final)):
+        results["rdp"] = pipeline_rdp_epsilon(mechanism, k, delta, final=final, tuning_rate=rate)
+    else:
+        notes.append("rdp: no RDP route for this base, K law or final run")
+    finite = {name: value for name, value in results.items() if math.isfinite(value)}
+    if not finite:
+        raise ValueError(f"no route certifies this pipeline at delta={delta:g}: {notes or results}")
+    best = min(finite, key=finite.__getitem__)
+    steps = ["best of K runs"] + ([f"on a Poisson subsample of rate {rate:g}"] if rate < 1 else []) \
+        + ([f"then the final run {final!r}"] if final is not None else [])
+    bound = ("KRW 2024 selection profile as a dominating pair (connect the dots), subsampled (Zhu-Dong-Wang "
+             "2022 Thm 11) and composed" if best == "profile" else
+             "Papernot-Steinke 2022 selection RDP, Zhu-Wang 2019 Thm 6 subsampling, RDP composition")
+    return Certificate(epsilon=finite[best], delta=delta, method=best, bound=bound, alternatives=results, k=k,
+                       base=repr(mechanism), accountant=accountant if best == "profile" else "rdp",
+                       error_budget=budget if best == "profile" else ErrorBudget(),
+                       notes=tuple(["pipeline: " + ", ".join(steps)] + notes))

@@ -1,0 +1,58 @@
+"""Pipeline certificates (selection layer): subsampled tuning, final runs, the RDP route."""
+
+import math
+
+import numpy as np
+import pytest
+
+import privselect as ps
+from privselect.accounting import rdp
+from privselect.selection.pipeline import PIPELINE_ORDERS, pipeline_rdp_epsilon, poisson_subsampled_rdp
+from privselect.selection.rdp_bounds import selection_rdp_curve
+
+RUN = ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(3000)
+K = ps.Geometric(mean=10)
+
+
+def test_subsampled_tuning_is_cheaper_and_monotone_in_the_rate():
+    eps = [ps.certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=r).epsilon for r in (0.1, 0.5, 1.0)]
+    final_alone = ps.privacy_profile(RUN).epsilon(1e-5)
+    assert final_alone < eps[0] < eps[1] < eps[2]
+
+
+def test_subsampled_selection_against_amplified_pure_dp():
+    """A pure eps0-DP base: the selection is (3 eps0)-DP (KRW Cor. 5.3, eta = 1); subsampling it at
+    rate r gives at most log(1 + r (e^{3 eps0} - 1)) (amplification of pure DP, both directions)."""
+    eps0, r = 0.3, 0.2
+    cert = ps.certify_pipeline(ps.PureDP(eps0), K, 1e-9, tuning_rate=r)
+    amplified = math.log1p(r * math.expm1(3 * eps0))
+    assert cert.epsilon <= amplified * 1.01 + 1e-3
+    assert cert.epsilon >= math.log1p(r * math.expm1(eps0))  # at least one run's amplified eps
+
+
+def test_zhu_wang_bound_for_the_subsampled_gaussian_is_above_the_exact_rdp():
+    """Zhu-Wang Thm 6 is an upper bound: compare with the exact subsampled-Gaussian RDP (Mironov et al.)."""
+    sigma, rate = 2.0, 0.05
+    bound = poisson_subsampled_rdp(rdp.rdp_curve(ps.Gaussian(sigma), PIPELINE_ORDERS), PIPELINE_ORDERS, rate)
+    exact = rdp.rdp_curve(ps.Gaussian(sigma).poisson_subsample(rate), PIPELINE_ORDERS)
+    assert np.all(bound >= exact * (1 - 1e-9))
+    assert bound[0] <= 2 * exact[0]  # and not vacuous at small orders
+    assert np.all(bound <= rdp.rdp_curve(ps.Gaussian(sigma), PIPELINE_ORDERS) + 1e-12)
+
+
+def test_rdp_route_adds_the_final_run():
+    sel = float(rdp.epsilon_from_rdp(PIPELINE_ORDERS, selection_rdp_curve(RUN, K, PIPELINE_ORDERS), 1e-5))
+    with_final = pipeline_rdp_epsilon(RUN, K, 1e-5, final=RUN)
+    assert sel < with_final
+    # composing in RDP beats adding the two (eps, delta/2) guarantees
+    half = float(rdp.epsilon_from_rdp(PIPELINE_ORDERS, selection_rdp_curve(RUN, K, PIPELINE_ORDERS), 5e-6))
+    assert with_final < half + float(rdp.rdp_epsilon(RUN, 5e-6))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="tuning_rate"):
+        ps.certify_pipeline(RUN, K, 1e-5, tuning_rate=0.0)
+    with pytest.raises(TypeError, match="final"):
+        ps.certify_pipeline(RUN, K, 1e-5, final="model")
+    with pytest.raises(TypeError, match="k must be"):
+        ps.certify_pipeline(RUN, 10, 1e-5)

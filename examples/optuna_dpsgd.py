@@ -7,8 +7,8 @@ of one trial, optimize() takes no n_trials, and the result carries a certificate
 import numpy as np
 
 import privselect as ps
-from privselect.demo import load_digits_split
-from privselect.dpsgd import DPSGDClassifier, dpsgd_steps
+from privselect.apps.demo import load_digits_split
+from privselect.apps.dpsgd import DPSGDClassifier, dpsgd_steps
 from privselect.integrations.optuna import PrivateStudy
 
 NOISE, RATE, MAX_EPOCHS = 2.0, 0.05, 20
@@ -21,14 +21,17 @@ def objective(trial):
         learning_rate=trial.suggest_float("learning_rate", 0.05, 5.0, log=True),
         clip_norm=trial.suggest_float("clip_norm", 0.1, 10.0, log=True),
         epochs=trial.suggest_categorical("epochs", [5, 10, 20]),
-        noise_multiplier=NOISE, sampling_rate=RATE, random_state=trial.rng,
-    ).fit(X_train, y_train)
+        noise_multiplier=NOISE, sampling_rate=RATE,
+        classes=range(10),  # the public label set, never read from the private labels
+    ).fit(X_train, y_train, rng=trial.rng)  # the trial's generator is used, never stored in the model
     correct = float(np.sum(model.predict(X_val) == y_val))
     return correct + trial.rng.laplace(0.0, score_noise.scale), model
 
 
 one_trial = ps.compose(ps.Gaussian(NOISE).poisson_subsample(RATE).compose(dpsgd_steps(MAX_EPOCHS, RATE)), score_noise)
-study = PrivateStudy(privacy=one_trial, k=ps.Geometric(mean=10), delta=1e-5, seed=0)
+# seed=None: fresh entropy. A seed is a secret key (it fixes K, the candidates and every run's noise):
+# never publish it, never reuse it on updated data.
+study = PrivateStudy(privacy=one_trial, k=ps.Geometric(mean=10), delta=1e-5, seed=None)
 result = study.optimize(objective)
 
 if __name__ == "__main__":

@@ -56,10 +56,12 @@ _PUBLIC: dict[str, str] = {
     # tuning
     "PrivateTuner": ".tuning",
     "TuningResult": ".tuning",
+    "AllRunsFailedError": ".tuning",
+    "RandomnessLeakError": ".tuning",
     "space": ".space",
     # apps
-    "DPSGDClassifier": ".dpsgd",
-    "make_dpsgd_trainer": ".dpsgd",
+    "DPSGDClassifier": ".apps.dpsgd",
+    "make_dpsgd_trainer": ".apps.dpsgd",
 }
 
 __all__ = [*_PUBLIC, "__version__"]

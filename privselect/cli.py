@@ -330,8 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="tune DP-SGD on scikit-learn's digits privately and print the certificate",
                           description="Tune DP-SGD softmax regression on scikit-learn's digits with K ~ "
                                       "Geometric(mean 10) private runs; print the winner and the certificate.")
-    demo.add_argument("--seed", type=_flag(_integer, _nonnegative_int), default=0,
-                      help="secret seed of the tuner (draws K, the candidates and the noise; default: 0)")
+    demo.add_argument("--seed", type=_flag(_integer, _nonnegative_int), default=None,
+                      help="secret seed of the tuner (draws K, the candidates and the noise; default: fresh entropy)")
     demo.add_argument("--n-jobs", type=_flag(_integer, _jobs), default=1,
                       help="parallel runs (1 = sequential, -1 = all cores; default: 1)")
     demo.add_argument("--json", action="store_true", help="print the certificate as JSON (and nothing else)")

@@ -17,7 +17,7 @@ def test_sklearn_estimator_checks(estimator, check):
 
 def test_privacy_is_the_poisson_subsampled_gaussian_composition():
     model = DPSGDClassifier(noise_multiplier=1.1, sampling_rate=256 / 60000, epochs=60)
-    assert model.privacy() == ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(14063)
+    assert model.privacy == ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(14063)
     assert dpsgd_steps(60, 256 / 60000) == 14063
 
 

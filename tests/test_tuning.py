@@ -10,7 +10,7 @@ from scipy import stats
 
 import privselect as ps
 from privselect.space import Choice, IntUniform, LogUniform, Uniform
-from privselect.tuning import PrivateTuner
+from privselect.tuning import AllRunsFailedError, CandidatePrivacyError, PrivateTuner, TrainerContractError
 
 BASE = ps.Gaussian(4.0)
 SPACE = {"x": Uniform(0.0, 1.0), "c": Choice(["a", "b"]), "n": IntUniform(1, 5), "lr": LogUniform(1e-3, 1.0)}
@@ -110,10 +110,10 @@ def test_no_non_winning_run_leaks(caplog, capsys):
     result = t.run(None)
     assert result.n_runs > 3
     # reconstruct every candidate's marker from the seed (they are data-independent)
-    from privselect.space import sample_candidates
-    root = np.random.SeedSequence(11)
-    _, cand_seed, _ = root.spawn(3)
-    candidates = sample_candidates(SPACE, result.n_runs, np.random.Generator(np.random.PCG64(cand_seed)))
+    from privselect.tuning.engine import RunSeeds
+    from privselect.tuning.space import draw
+    _, _, runs_seed = np.random.SeedSequence(11).spawn(3)
+    candidates = [draw(SPACE, RunSeeds.of_run(runs_seed, i).params_rng()) for i in range(result.n_runs)]
     losers = [c for c in candidates if c != result.best_params]
     assert len(losers) == result.n_runs - 1
     captured = capsys.readouterr()
@@ -144,7 +144,7 @@ def test_raising_runs_score_worst_and_their_message_does_not_surface(caplog, cap
         assert result.best_params["c"] == "b" and result.best_output == "ok"
 
 
-@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "not a number", None])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_invalid_scores_score_worst(bad):
     def trainer(params, data, rng):
         return (bad if params["x"] > 0.5 else params["x"]), "out"
@@ -152,13 +152,23 @@ def test_invalid_scores_score_worst(bad):
     assert math.isfinite(result.best_score) and result.best_score <= 0.5
 
 
-def test_all_runs_failing_gives_worst_score_and_no_output():
+@pytest.mark.parametrize("bad", ["not a number", None, (1.0, 2.0, 3.0), {"score": 1.0}, np.array([1.0]), True])
+def test_a_return_that_is_not_a_score_is_a_programming_error(bad):
     def trainer(params, data, rng):
-        raise ValueError("boom")
-    result = tuner(train=trainer, seed=3).run(None)
-    assert result.best_score == -math.inf and result.best_output is None and result.selected
-    minimise = tuner(train=trainer, seed=3, direction="minimize").run(None)
-    assert minimise.best_score == math.inf
+        return bad
+    with pytest.raises(TrainerContractError, match="dry_run"):
+        tuner(train=trainer, seed=3).run(None)
+    with pytest.raises(TrainerContractError):
+        tuner(train=trainer).dry_run(None)
+
+
+def test_all_runs_failing_raises_an_error_without_run_data():
+    def trainer(params, data, rng):
+        raise ValueError(f"boom-{params['x']}")
+    for direction in ("maximize", "minimize"):
+        with pytest.raises(AllRunsFailedError) as info:
+            tuner(train=trainer, seed=3, direction=direction).run(None)
+        assert "boom" not in str(info.value) and info.value.__cause__ is None and info.value.__context__ is None
 
 
 def test_nothing_printed_and_debug_logs_carry_no_scores(caplog, capsys):
@@ -205,7 +215,7 @@ def test_score_noise_is_added_and_composed_into_the_certificate():
     assert t_prv.certificate.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
 
 
-def test_callable_privacy_uses_cor62_and_refuses_bad_candidates_before_running():
+def test_callable_privacy_certifies_the_smaller_of_mixture_and_cor62():
     calls = []
 
     def trainer(params, data, rng):
@@ -216,20 +226,41 @@ def test_callable_privacy_uses_cor62_and_refuses_bad_candidates_before_running()
     privacy = lambda p: ps.Gaussian(p["s"])  # noqa: E731
     ok = PrivateTuner(trainer, space, privacy, ps.Geometric(mean=10), 1e-6, base_epsilon=2.5, seed=0,
                       accountant="exact")
-    th = ok.thresholds()
-    assert ok.certificate.epsilon == pytest.approx(th.epsilon) and "Cor. 6.2" in ok.certificate.bound
+    cert = ok.certificate
+    assert cert.alternatives["cor62"] == pytest.approx(ok.thresholds().epsilon)
+    assert cert.epsilon == min(cert.alternatives.values())
+    assert cert.method == min(cert.alternatives, key=cert.alternatives.get)
     ok.run(None)
     assert calls
-    calls.clear()
+    # base_epsilon is optional: Cor. 6.2 then uses the smallest eps_Q every candidate meets
+    auto = PrivateTuner(trainer, space, privacy, ps.Geometric(mean=10), 1e-6, accountant="exact")
+    assert set(auto.certificate.alternatives) == {"mixture-profile", "cor62"}
+    assert auto.certificate.alternatives["cor62"] <= cert.alternatives["cor62"] + 1e-9
+    poisson = PrivateTuner(trainer, space, privacy, ps.Poisson(10), 1e-6, base_epsilon=2.0, accountant="exact")
+    assert poisson.certificate.method == "mixture-profile" and "cor62" not in poisson.certificate.alternatives
+
+
+def test_continuous_privacy_hyperparameters_need_cor62_and_are_checked_per_candidate():
+    calls = []
+
+    def trainer(params, data, rng):
+        calls.append(params)
+        return params["s"], None
+
+    space = {"s": Uniform(2.0, 4.0), "c": Choice(["a", "b"])}
+    privacy = lambda p: ps.Gaussian(p["s"])  # noqa: E731
+    with pytest.raises(ValueError, match="'s'.*continuous.*base_epsilon"):  # refused at construction
+        PrivateTuner(trainer, space, privacy, ps.Geometric(mean=10), 1e-6, accountant="exact")
     strict = PrivateTuner(trainer, space, privacy, ps.Geometric(mean=10), 1e-6, base_epsilon=0.5, seed=0,
                           accountant="exact")
-    with pytest.raises(ValueError, match="Cor. 6.2 thresholds"):
+    assert strict.certificate.method == "cor62"
+    with pytest.raises(CandidatePrivacyError, match="Cor. 6.2 thresholds"):
         strict.run(None)
-    assert calls == []
-    with pytest.raises(ValueError, match="base_epsilon"):
-        PrivateTuner(trainer, space, privacy, ps.Geometric(mean=10), 1e-6)
-    with pytest.raises(ValueError, match="truncated negative binomial"):
-        PrivateTuner(trainer, space, privacy, ps.Poisson(10), 1e-6, base_epsilon=2.0)
+    assert calls == []  # the candidate is checked before its run trains
+    # privacy that reads only the finite hyperparameters is certified exactly, continuous ones aside
+    by_c = PrivateTuner(trainer, space, lambda p: ps.Gaussian(2.0 if p["c"] == "a" else 4.0), ps.Geometric(mean=10),
+                        1e-6, accountant="exact")
+    assert by_c.certificate.alternatives["mixture-profile"] > 0
 
 
 def test_calibrate_picks_the_largest_mean_meeting_the_target():

@@ -2,46 +2,50 @@
 
 Three lines change from a plain Optuna study::
 
-    study = PrivateStudy(privacy=one_run, k=ps.Geometric(mean=10), delta=1e-5, seed=0)
+    study = PrivateStudy(privacy=one_run, k=ps.Geometric(mean=10), delta=1e-5)
     result = study.optimize(objective)          # no n_trials, no timeout
     result.best_params, result.best_value, result.certificate
 
-What the wrapper controls (Optuna leaks all of it by default; ``../design/peers.md`` §5):
+``PrivateStudy`` is a thin front end on the run engine (:mod:`privselect.tuning.engine`), the
+same one behind :class:`~privselect.tuning.PrivateTuner`: same K law, seeds, backends,
+progress, ``score_noise``, callable privacy, ``reveal_k``, release guard and dry run. For the
+same seed, space and trainer, both give the same winner and certificate.
 
-* the number of trials is K, drawn from ``k`` before any trial; there is no ``n_trials`` or
-  ``timeout`` (a timeout makes K data-dependent);
-* storage is in memory and dropped after the search; a persistent ``storage`` is refused;
-* pruning is disabled: ``trial.report`` / ``trial.should_prune`` raise
-  :class:`PrivateStudyError` and the study stops without releasing anything;
+What the wrapper controls (Optuna leaks all of it by default):
+
+* the number of trials is K, drawn from ``k`` before any trial; ``n_trials`` and ``timeout``
+  are refused (a timeout makes K data-dependent; a fixed count released with the winner is
+  what ``reveal_k=True`` certifies);
+* with the default sampler, no Optuna study exists at all: ``trial.suggest_*`` draws from the
+  trial's own generator, i.i.d. across trials (the law of Optuna's ``RandomSampler``), so
+  nothing stores the trials;
+* pruning is disabled: ``trial.report``, ``trial.should_prune`` and ``raise
+  optuna.TrialPruned()`` raise :class:`PrivateStudyError` and the study releases nothing;
 * a trial that raises (any other exception) or returns a non-finite value scores the worst
-  value; it is never retried; its message is swallowed;
-* Optuna's per-trial INFO/WARNING logging is silenced for the duration and restored after;
+  value; it is never retried; its message is dropped;
 * only the winner leaves: ``best_trial`` is a fresh ``FrozenTrial`` with the winner's params,
   value, distributions and user attributes (no number, timestamps or system attributes).
 
 Samplers. The selection theorems (KRW 2024; Papernot, Steinke 2022) need candidates drawn
-i.i.d. and independently of past values: only ``RandomSampler`` qualifies (the default,
-seeded). ``QMCSampler`` draws dependent (low-discrepancy) points and adaptive samplers (TPE,
-GP, CMA-ES, NSGA, ...) condition on past values; both are refused unless ``adaptive=True``,
-which certifies the search as what it then is, K adaptively chosen runs with K independent
-of the data:
+i.i.d. and independently of past values. ``QMCSampler`` draws dependent points and adaptive
+samplers (TPE, GP, CMA-ES, NSGA, ...) condition on past values; both are refused unless
+``adaptive=True``, which certifies the search as what it then is, K adaptively chosen runs
+with K independent of the data (sequential backend only):
 
     delta(eps) <= sum_k P[K = k] delta_k(eps)        (:mod:`privselect.selection.mixture`)
 
 Proof: given K = k, the transcript of an adaptive search is an adaptive composition of k
-runs, so its profile is at most delta_k (the k-fold composition; adaptive composition
-theorem, e.g. Gopi, Lee, Wutschitz 2021). K has the same law on both neighbours, so the
-output laws are mixtures with common weights P[K = k], and the hockey-stick divergence is
-jointly convex: H(sum_k p_k A_k || sum_k p_k A'_k) <= sum_k p_k H(A_k || A'_k). Releasing
-only the winner is a post-processing. This bound is never below the selection bound for the
-same K and base (a test checks it), and it also covers releasing K (``n_trials``).
+runs, so its profile is at most delta_k. K has the same law on both neighbours, so the output
+laws are mixtures with common weights P[K = k], and the hockey-stick divergence is jointly
+convex. Releasing only the winner is a post-processing. This bound also covers releasing K.
 ``GridSampler`` visits the grid without replacement, which no selection theorem covers: it is
-refused; use ``trial.suggest_categorical`` with the default ``RandomSampler`` instead.
+refused; use ``trial.suggest_categorical`` over the grid values instead.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -50,12 +54,15 @@ import numpy as np
 from .. import _validation as check
 from ..accounting.profile import PrivacyProfile
 from ..errors import PrivateStudyError
-from ..mechanisms import Mechanism
-from ..selection.certificate import Certificate, certify
+from ..mechanisms import Gaussian, Laplace, Mechanism
+from ..selection.certificate import Certificate
 from ..selection.distributions import KDistribution
-from ..tuning import _mixture_certificate, score_and_output
+from ..tuning.engine import RunSeeds, SelectionPlan, TrainerContractError, dry_run, run_selection, silenced
+from ..tuning.privacy import CandidatePrivacyError, RunPrivacy
+from ..tuning.space import Choice, Distribution, IntLogUniform, IntUniform, LogUniform, Uniform, validate_space
+from ..tuning.tuner import check_signature
 
-__all__ = ["PrivateStudy", "PrivateStudyResult", "PrivateStudyError"]
+__all__ = ["PrivateStudy", "PrivateStudyResult", "PrivateStudyError", "PrivateTrial"]
 
 
 def _optuna():
@@ -94,35 +101,105 @@ class PrivateStudyResult:
 
 
 class _Pruned(Exception):
-    """Raised inside the objective when it tries to prune; aborts the study."""
+    """Raised inside the objective when it tries to prune; stops the study (a usage error)."""
+
+
+_PRUNING = ("pruning is disabled in a private study (intermediate values are data-dependent and pruning makes "
+            "which runs complete data-dependent). The study stopped and released nothing.")
+
+
+def _distribution(kind: str, low: Any, high: Any, step: Any, log: bool) -> Distribution:
+    """The privselect law of an Optuna suggestion (the law Optuna's RandomSampler draws from)."""
+    if kind == "float":
+        if log:
+            if step is not None:
+                raise ValueError("suggest_float: step and log cannot be used together")
+            return LogUniform(low, high)
+        if step is not None:
+            return _SteppedFloat(float(low), float(high), float(step))
+        return Uniform(low, high)
+    if log:
+        if step != 1:
+            raise ValueError("suggest_int: step and log cannot be used together")
+        return IntLogUniform(low, high)
+    return IntUniform(low, high - (high - low) % step, step)
+
+
+@dataclass(frozen=True)
+class _SteppedFloat(Distribution):
+    low: float
+    high: float
+    step: float
+
+    def sample(self, rng: np.random.Generator) -> float:
+        n = int(math.floor((self.high - self.low) / self.step + 1e-12))
+        return float(self.low + self.step * rng.integers(0, n, endpoint=True))
 
 
 class PrivateTrial:
-    """What the objective sees: Optuna's suggest API, its own generator, no pruning, no study."""
+    """What the objective sees: Optuna's suggest API, its own generator, no pruning, no study.
 
-    def __init__(self, trial: Any, rng: np.random.Generator) -> None:
-        self._trial = trial
-        self.rng = rng
+    ``trial.rng`` is the trial's training generator (use it; never store it in the output).
+    ``trial.number`` is the trial's index among the K runs; it is not released, and putting it
+    in the output would reveal a lower bound on K.
+    """
 
-    def suggest_float(self, *args, **kwargs):
-        return self._trial.suggest_float(*args, **kwargs)
+    def __init__(self, number: int, rng: np.random.Generator, params_rng: np.random.Generator | None,
+                 optuna_trial: Any = None, privacy_space: Mapping[str, Distribution] | None = None) -> None:
+        self.number, self.rng = number, rng
+        self._params_rng, self._trial = params_rng, optuna_trial
+        self._privacy_space = dict(privacy_space or {})
+        self._params: dict[str, Any] = {}
+        self._distributions: dict[str, Any] = {}
+        self._user_attrs: dict[str, Any] = {}
 
-    def suggest_int(self, *args, **kwargs):
-        return self._trial.suggest_int(*args, **kwargs)
+    # -- suggestions ---------------------------------------------------------------------
 
-    def suggest_categorical(self, *args, **kwargs):
-        return self._trial.suggest_categorical(*args, **kwargs)
+    def _suggest(self, name: str, law: Distribution, optuna_distribution: Any, adaptive_call: Callable[[], Any]):
+        if name in self._params:
+            return self._params[name]
+        declared = self._privacy_space.get(name)
+        if declared is not None and declared != law:
+            raise TrainerContractError(f"trial suggests {name!r} from {law!r}, but privacy_space declares "
+                                       f"{declared!r}: they must be the same law")
+        value = adaptive_call() if self._trial is not None else law.sample(self._params_rng)
+        self._params[name], self._distributions[name] = value, optuna_distribution
+        return value
+
+    def suggest_float(self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False):
+        optuna = _optuna()
+        law = _distribution("float", low, high, step, log) if low < high else Choice([float(low)])
+        dist = optuna.distributions.FloatDistribution(low, high, log=log, step=step)
+        return self._suggest(name, law, dist, lambda: self._trial.suggest_float(name, low, high, step=step, log=log))
+
+    def suggest_int(self, name: str, low: int, high: int, *, step: int = 1, log: bool = False):
+        optuna = _optuna()
+        law = _distribution("int", low, high, step, log)
+        dist = optuna.distributions.IntDistribution(low, high, log=log, step=step)
+        return self._suggest(name, law, dist, lambda: self._trial.suggest_int(name, low, high, step=step, log=log))
+
+    def suggest_categorical(self, name: str, choices: Any):
+        optuna = _optuna()
+        law = Choice(choices)
+        dist = optuna.distributions.CategoricalDistribution(tuple(choices))
+        return self._suggest(name, law, dist, lambda: self._trial.suggest_categorical(name, choices))
+
+    # -- attributes ----------------------------------------------------------------------
 
     def set_user_attr(self, key: str, value: Any) -> None:
-        self._trial.set_user_attr(key, value)
+        self._user_attrs[key] = value
 
     @property
     def params(self) -> dict[str, Any]:
-        return self._trial.params
+        return dict(self._params)
+
+    @property
+    def distributions(self) -> dict[str, Any]:
+        return dict(self._distributions)
 
     @property
     def user_attrs(self) -> dict[str, Any]:
-        return self._trial.user_attrs
+        return dict(self._user_attrs)
 
     def report(self, value: float, step: int) -> None:
         raise _Pruned("trial.report")
@@ -135,119 +212,212 @@ class PrivateTrial:
         raise PrivateStudyError("a private trial does not expose its study (it holds every other trial)")
 
 
-class PrivateStudy:
-    """An Optuna study that runs exactly K trials (K ~ ``k``) and releases the best one, certified.
+@dataclass(frozen=True)
+class _ObjectiveTask:
+    """One trial: a PrivateTrial drawing from the run's params seed; the objective trains with ``trial.rng``."""
 
-    ``privacy`` is the privacy of ONE trial (a Mechanism, or a PrivacyProfile for the
-    non-adaptive certificate). ``sampler`` defaults to ``RandomSampler(seed)``.
+    objective: Callable[[PrivateTrial], Any]
+    privacy_space: Mapping[str, Distribution] | None
+    candidate_check: Callable[[Any], None] | None
+    fatal: tuple[type[BaseException], ...] = (_Pruned, PrivateStudyError, TrainerContractError, CandidatePrivacyError)
+
+    def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
+        trial = PrivateTrial(0, seeds.train_rng(), seeds.params_rng(), privacy_space=self.privacy_space)
+        return _call_objective(self.objective, trial, self.privacy_space, self.candidate_check)
+
+
+def _call_objective(objective, trial: PrivateTrial, privacy_space, candidate_check) -> tuple[Any, Any, Any]:
+    try:
+        returned = objective(trial)
+    except _optuna().TrialPruned:
+        raise _Pruned("raise optuna.TrialPruned()") from None
+    missing = sorted(set(privacy_space or {}) - set(trial.params))
+    if missing:
+        raise TrainerContractError(f"the objective did not suggest {missing}, declared in privacy_space")
+    if candidate_check is not None:
+        candidate_check(trial.params)
+    return returned, trial.params, (trial.distributions, trial.user_attrs)
+
+
+class _AdaptiveTask:
+    """Trials asked of a real (in-memory) Optuna study; the engine runs it in the driver, in order."""
+
+    fatal = _ObjectiveTask.fatal
+
+    def __init__(self, objective, study: Any, privacy_space, candidate_check) -> None:
+        self.objective, self.study = objective, study
+        self.privacy_space, self.candidate_check = privacy_space, candidate_check
+        self.current: Any = None
+        self.number = 0
+
+    def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
+        self.current = self.study.ask()
+        trial = PrivateTrial(self.number, seeds.train_rng(), None, self.current, self.privacy_space)
+        self.number += 1
+        return _call_objective(self.objective, trial, self.privacy_space, self.candidate_check)
+
+    def observe(self, index: int, score: float) -> None:
+        """Tell the sampler the run's released score (after score noise), or FAIL."""
+        optuna = _optuna()
+        if math.isfinite(score):
+            self.study.tell(self.current, score)
+        else:
+            self.study.tell(self.current, state=optuna.trial.TrialState.FAIL)
+        self.current = None
+
+
+def _direction(direction: Any) -> str:
+    name = getattr(direction, "name", direction)  # optuna.study.StudyDirection.MAXIMIZE -> "MAXIMIZE"
+    if isinstance(name, str) and name.lower() in ("maximize", "minimize"):
+        return name.lower()
+    raise ValueError(f"direction must be 'maximize', 'minimize' or an optuna StudyDirection of them, got {direction!r}")
+
+
+class PrivateStudy:
+    """An Optuna-style study that runs exactly K trials (K ~ ``k``) and releases the best one, certified.
+
+    ``privacy`` is the privacy of ONE trial: a Mechanism, a PrivacyProfile, or a callable
+    ``params -> Mechanism`` when hyperparameters change it; then ``privacy_space`` declares
+    the laws of those hyperparameters (``{"sigma": Choice([...])}``), which the objective must
+    suggest with the same laws. ``seed`` is a secret key (None: fresh entropy). The other
+    options are those of :class:`~privselect.tuning.PrivateTuner`.
     """
 
-    def __init__(self, privacy: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
-                 direction: str = "maximize", sampler: Any = None, seed: int | None = None,
-                 study_name: str | None = None, adaptive: bool = False, reveal_k: bool = False,
-                 storage: Any = None, accountant: str = "prv", accountant_options: dict[str, Any] | None = None):
+    def __init__(self, privacy: Any, k: KDistribution, delta: float, *, direction: Any = "maximize",
+                 sampler: Any = None, seed: int | None = None, study_name: str | None = None,
+                 adaptive: bool = False, reveal_k: bool = False, storage: Any = None, n_jobs: int = 1,
+                 backend: str = "loky", progress: bool = False, score_noise: Gaussian | Laplace | None = None,
+                 base_epsilon: float | None = None, privacy_space: Mapping[str, Distribution] | None = None,
+                 release: str = "refuse", accountant: str = "prv",
+                 accountant_options: dict[str, Any] | None = None):
         optuna = _optuna()
         if storage is not None:
             raise PrivateStudyError(
                 "a private study keeps its trials in memory and drops them: a persistent storage would keep every "
                 "trial's parameters and value, which the certificate does not cover. Remove storage=."
             )
-        if not isinstance(privacy, (Mechanism, PrivacyProfile)):
-            raise TypeError("privacy must be a Mechanism or a PrivacyProfile (the privacy of one trial)")
-        if not isinstance(k, KDistribution):
-            raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(k).__name__}")
-        if not isinstance(direction, str) or direction not in ("maximize", "minimize"):
-            raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
-        self.privacy, self.k, self.direction, self.seed = privacy, k, direction, seed
         self.delta = check.delta_scalar("delta", delta)
         self.study_name, self.adaptive, self.reveal_k = study_name, bool(adaptive), bool(reveal_k)
         self.accountant, self.accountant_options = accountant, dict(accountant_options or {})
-        self._sampler_factory = self._check_sampler(optuna, sampler)
+        if privacy_space is not None:
+            privacy_space = dict(validate_space(privacy_space))
+        elif callable(privacy) and not isinstance(privacy, (Mechanism, PrivacyProfile)):
+            raise ValueError("a callable privacy needs privacy_space: the laws of the hyperparameters it reads, "
+                             "e.g. privacy_space={'noise_multiplier': Choice([1.0, 2.0])}")
+        self.privacy_space = privacy_space
+        base_epsilon = None if base_epsilon is None else check.positive("base_epsilon", base_epsilon)
+        self._privacy = RunPrivacy(privacy, score_noise, privacy_space, base_epsilon)
+        self._plan = SelectionPlan(k, seed, _direction(direction), backend, n_jobs, bool(progress), score_noise,
+                                   release)
+        self._sampler = self._check_sampler(optuna, sampler)
         if (self.adaptive or self.reveal_k) and not isinstance(privacy, Mechanism):
             raise ValueError("adaptive=True and reveal_k=True compose the trials: privacy must be a Mechanism")
+        if self.adaptive and self._plan.n_jobs != 1:
+            raise ValueError("adaptive=True runs the trials one after another (the sampler needs each value): "
+                             "use n_jobs=1")
         self._certificate: Certificate | None = None
 
-    def _check_sampler(self, optuna, sampler) -> Callable[[int], Any]:
+    privacy = property(lambda self: self._privacy.privacy, doc="The privacy of one trial, as declared.")
+    k = property(lambda self: self._plan.k)
+    seed = property(lambda self: self._plan.seed)
+    direction = property(lambda self: self._plan.direction)
+
+    def _check_sampler(self, optuna, sampler) -> Any:
         samplers = optuna.samplers
-        if sampler is None:
-            return lambda seed: samplers.RandomSampler(seed=seed)
+        if sampler is None or type(sampler) is samplers.RandomSampler:
+            return None  # i.i.d. draws from each trial's own generator (the RandomSampler's law)
         if isinstance(sampler, samplers.GridSampler):
             raise PrivateStudyError(
                 "GridSampler visits the grid without replacement, which the selection theorems do not cover; use "
-                "trial.suggest_categorical over the grid values with the default RandomSampler (with replacement)"
+                "trial.suggest_categorical over the grid values with the default sampler (with replacement)"
             )
-        if type(sampler) is samplers.RandomSampler:
-            return lambda seed: sampler
         if not self.adaptive:
             reason = ("draws dependent low-discrepancy points" if isinstance(sampler, samplers.QMCSampler)
                       else "chooses candidates from past trial values")
             raise PrivateStudyError(
                 f"{type(sampler).__name__} {reason}; the selection certificate needs i.i.d. candidates "
-                "(RandomSampler). Pass adaptive=True to certify it as an adaptive search (a larger epsilon)."
+                "(the default sampler). Pass adaptive=True to certify it as an adaptive search (a larger epsilon)."
             )
-        return lambda seed: sampler
+        return sampler
 
     @property
     def certificate(self) -> Certificate:
         """Certificate of the whole search (computed before any trial; data-independent)."""
         if self._certificate is None:
-            if self.adaptive or self.reveal_k:
-                self._certificate = _mixture_certificate(self.privacy, self.k, self.delta, self.accountant,
-                                                         self.accountant_options)
-            else:
-                options = {} if isinstance(self.privacy, PrivacyProfile) else self.accountant_options
-                self._certificate = certify(self.privacy, self.k, self.delta, accountant=self.accountant, **options)
+            self._certificate = self._privacy.certificate(self.k, self.delta, reveal_k=self.adaptive or self.reveal_k,
+                                                          accountant=self.accountant,
+                                                          accountant_options=self.accountant_options)
         return self._certificate
 
-    def optimize(self, objective: Callable[[PrivateTrial], Any]) -> PrivateStudyResult:
+    def __getattr__(self, name: str):
+        if name in ("best_params", "best_value", "best_trial", "trials", "best_trials"):
+            raise AttributeError(
+                f"a PrivateStudy keeps no trials: use result = study.optimize(objective), then result.{name} "
+                "(only the winner is released)" if name.startswith("best") else
+                "a PrivateStudy keeps no trials: only the winner is released, in study.optimize(objective)")
+        raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
+
+    def _candidate_check(self):
+        return self._privacy.candidate_check(self.k, self.delta, self.accountant, self.accountant_options)
+
+    def optimize(self, objective: Callable[[PrivateTrial], Any], n_trials: Any = None, timeout: Any = None,
+                 **optuna_options: Any) -> PrivateStudyResult:
         """Run K trials of ``objective`` (returning a value or (value, output)); release the best."""
+        if n_trials is not None:
+            raise PrivateStudyError("n_trials is refused: the number of trials is K, drawn from k before any trial "
+                                    "(a fixed, released count is what reveal_k=True certifies)")
+        if timeout is not None:
+            raise PrivateStudyError("timeout is refused: it makes the number of completed trials depend on how "
+                                    "long the data takes to train on, which no certificate covers")
+        if optuna_options:
+            raise PrivateStudyError(f"optimize() takes only the objective here, got {sorted(optuna_options)} "
+                                    "(callbacks, catch, n_jobs and gc options would see or change every trial)")
         if not callable(objective):
             raise TypeError("objective must be callable: objective(trial) -> value or (value, output)")
-        optuna = _optuna()
+        check_signature(objective, ("trial",), "objective")
         certificate = self.certificate
-        root = np.random.SeedSequence(self.seed)
-        k_seed, sampler_seed, trials_seed = root.spawn(3)
-        n_trials = self.k.sample(np.random.Generator(np.random.PCG64(k_seed)))
-        revealed = n_trials if (self.adaptive or self.reveal_k) else None
-        if n_trials == 0:
-            return PrivateStudyResult(None, None, None, None, False, certificate, revealed)
-        sampler = self._sampler_factory(int(sampler_seed.generate_state(1)[0]))
-        previous = optuna.logging.get_verbosity()
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
         try:
-            study = optuna.create_study(storage=None, sampler=sampler, pruner=optuna.pruners.NopPruner(),
-                                        direction=self.direction, study_name=self.study_name)
-            sign = 1.0 if self.direction == "maximize" else -1.0
-            best = None  # (key, params, distributions, user_attrs, value, output)
-            for seed in trials_seed.spawn(n_trials):
-                trial = study.ask()
-                private = PrivateTrial(trial, np.random.Generator(np.random.PCG64(seed)))
-                try:
-                    value, output = score_and_output(objective(private))
-                except _Pruned as exc:
-                    raise PrivateStudyError(
-                        f"{exc.args[0]} was called: pruning is disabled in a private study (intermediate values are "
-                        "data-dependent and pruning makes which runs complete data-dependent). The study stopped "
-                        "and released nothing."
-                    ) from None
-                except Exception:  # noqa: BLE001 - release rules: the worst value, no retry, no message
-                    value, output = math.nan, None
-                if math.isfinite(value):
-                    study.tell(trial, value)
-                else:
-                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                key = sign * value if math.isfinite(value) else -math.inf
-                if best is None or key > best[0]:
-                    best = (key, dict(trial.params), dict(trial.distributions), dict(trial.user_attrs),
-                            value if math.isfinite(value) else -sign * math.inf, output if math.isfinite(value) else None)
-            del study
+            if self._sampler is None:
+                task = _ObjectiveTask(objective, self.privacy_space, self._candidate_check())
+                selected = run_selection(task, None, self._plan)
+            else:
+                selected = self._optimize_adaptive(objective)
+        except _Pruned as exc:
+            raise PrivateStudyError(f"{exc.args[0]} was called: {_PRUNING}") from None
+        return self._result(selected, certificate)
+
+    def _optimize_adaptive(self, objective):
+        optuna = _optuna()
+        with silenced():
+            study = optuna.create_study(storage=None, sampler=self._sampler, pruner=optuna.pruners.NopPruner(),
+                                        direction=self._plan.direction, study_name=self.study_name)
+        task = _AdaptiveTask(objective, study, self.privacy_space, self._candidate_check())
+        try:
+            return run_selection(task, None, self._plan, observe=task.observe)
         finally:
-            optuna.logging.set_verbosity(previous)
-        _, params, distributions, user_attrs, value, output = best
-        frozen = optuna.trial.create_trial(
-            state=optuna.trial.TrialState.COMPLETE if math.isfinite(value) else optuna.trial.TrialState.FAIL,
-            value=value if math.isfinite(value) else None, params=params, distributions=distributions,
-            user_attrs=user_attrs)
-        return PrivateStudyResult(params, value, output, frozen, True, certificate, revealed)
+            task.study = None
+            del study
+
+    def _result(self, selected, certificate: Certificate) -> PrivateStudyResult:
+        revealed = selected.n_runs if (self.adaptive or self.reveal_k) else None
+        if not selected.selected:
+            return PrivateStudyResult(None, None, None, None, False, certificate, revealed)
+        distributions, user_attrs = selected.details
+        frozen = _optuna().trial.create_trial(value=selected.score, params=selected.params,
+                                              distributions=distributions, user_attrs=user_attrs)
+        return PrivateStudyResult(selected.params, selected.score, selected.output, frozen, True, certificate,
+                                  revealed)
+
+    def dry_run(self, objective_on_public_data: Callable[[PrivateTrial], Any]) -> PrivateStudyResult:
+        """Run ONE trial of an objective bound to public or synthetic data; re-raise whatever goes wrong.
+
+        An Optuna objective closes over its data, so pass the objective built on public or
+        synthetic data. Fresh seeds are used (never the secret ``seed``); K is not drawn.
+        """
+        check_signature(objective_on_public_data, ("trial",), "objective")
+        task = _ObjectiveTask(objective_on_public_data, self.privacy_space, self._candidate_check())
+        try:
+            selected = dry_run(task, None, self._plan)
+        except _Pruned as exc:
+            raise PrivateStudyError(f"{exc.args[0]} was called: {_PRUNING}") from None
+        return self._result(selected, self.certificate)

@@ -16,10 +16,12 @@ from typing import Any
 
 from .. import _validation as check
 from ..accounting import privacy_profile
+from ..accounting.average import HyperparameterMixture
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
 from ..mechanisms import Mechanism
 from .bounds import selection_profile
 from .distributions import KDistribution
+from .hyperparameter import certify_hyperparameter_mixture
 from .rdp_bounds import rdp_selection_epsilon, supports_rdp_selection
 
 __all__ = ["Certificate", "certify", "FAMILIES"]
@@ -72,18 +74,23 @@ class Certificate:
 
 
 def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *, method: str | None = None,
-            accountant: str = "prv", **accountant_options: Any) -> Certificate:
+            accountant: str = "prv", base_epsilon: float | None = None, **accountant_options: Any) -> Certificate:
     """Certify "release the best of K runs of ``base``" at ``delta``: the smallest valid epsilon.
 
     ``method=None`` tries every family that applies; ``"profile"`` or ``"rdp"`` forces one
     (and raises if it does not apply). ``accountant`` and its options build the base profile
-    when ``base`` is a mechanism description.
+    when ``base`` is a mechanism description. A :class:`HyperparameterMixture` (the law of a
+    run's mechanism when hyperparameters change the privacy) is certified by the smaller of the
+    averaged-profile bound and KRW Cor. 6.2 (``base_epsilon`` = ε_Q, searched when None).
     """
     if not isinstance(k, KDistribution):
         raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(k).__name__}")
     delta = check.delta_scalar("delta", delta)
     if method is not None and (not isinstance(method, str) or method not in FAMILIES):
         raise ValueError(f"method must be one of {FAMILIES} or None, got {method!r}")
+    if isinstance(base, HyperparameterMixture):  # hyperparameter-dependent privacy (selection/hyperparameter.py)
+        return certify_hyperparameter_mixture(base, k, delta, base_epsilon=base_epsilon, accountant=accountant,
+                                              **accountant_options)
     mechanism = base.mechanism if isinstance(base, PrivacyProfile) else base
     families = FAMILIES if method is None else (method,)
     results: dict[str, tuple[float, str]] = {}

@@ -1,0 +1,1 @@
+"""Applications built on the tuner: DP-SGD (:mod:`.dpsgd`), the demo job (:mod:`.demo`)."""

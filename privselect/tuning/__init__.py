@@ -1,0 +1,14 @@
+"""Private tuning: the run engine, its backends, search spaces and the PrivateTuner front end.
+
+``privselect.tuning.PrivateTuner`` and ``TuningResult`` keep their 0.1 import path.
+"""
+
+from .backends import BACKENDS, Backend, get_backend, register_backend
+from .engine import AllRunsFailedError, TrainerContractError
+from .guard import RandomnessLeakError
+from .privacy import CandidatePrivacyError
+from .tuner import PrivateTuner, TuningResult, score_and_output
+
+__all__ = ["PrivateTuner", "TuningResult", "BACKENDS", "Backend", "register_backend", "get_backend",
+           "AllRunsFailedError", "TrainerContractError", "RandomnessLeakError", "CandidatePrivacyError",
+           "score_and_output"]

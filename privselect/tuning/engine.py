@@ -1,0 +1,293 @@
+"""The run engine behind :class:`~privselect.tuning.PrivateTuner` and ``PrivateStudy``.
+
+One procedure, whatever the front end (Liu, Talwar 2019; Papernot, Steinke 2022; Koskela,
+Redberg, Wang 2024):
+
+1. draw K once from the K law, with a generator spawned from the seed, before anything runs;
+2. give run i its own seeds (``SeedSequence(seed)`` -> run i -> params, train, noise), so the
+   candidate, the training noise and the score noise of every run are fixed by the seed alone,
+   whatever the backend or the completion order;
+3. run every candidate through a backend (:mod:`privselect.tuning.backends`), streaming the
+   results; keep only the running best (ties go to the lowest run index), so at most a few
+   outputs are alive at any time, whatever K;
+4. apply the release rules and hand back the winner.
+
+Release rules (docs/release.md, "What leaves the tuner"):
+
+* every run completes: no early stopping, pruning, timeouts or retries;
+* a run that raises (an ``Exception``), or returns a NaN or infinite score, scores the worst
+  value; its exception is dropped, never re-raised, logged or stored;
+* if the winner failed, which means that every run failed, :class:`AllRunsFailedError` is
+  raised; it carries no run data;
+* warnings, stdout, stderr and logging inside runs are captured and dropped (in the driver for
+  in-process backends, in the worker for process backends). Output written straight to file
+  descriptors by C code is not captured;
+* a return value that is neither a real number nor a ``(number, output)`` pair is a
+  programming error (:class:`TrainerContractError`), raised at once: the shape of a return
+  value is fixed by the code, and :meth:`dry_run` on public data catches it before private
+  data is touched. A trainer whose return *type* depends on the data must be fixed, since that
+  dependence is part of the mechanism and no certificate would cover it;
+* the release guard (:mod:`privselect.tuning.guard`) refuses, or strips, randomness state in
+  the winner's output and params;
+* K stays inside unless the front end was asked to reveal it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import math
+import numbers
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Protocol
+
+import numpy as np
+
+from ..mechanisms import Gaussian, Laplace
+from ..selection.distributions import KDistribution
+from .backends import get_backend
+from .guard import RELEASE_MODES, guard_release
+
+__all__ = ["AllRunsFailedError", "TrainerContractError", "RunSeeds", "RunTask", "RunOutcome", "SelectionPlan",
+           "Selected", "run_selection", "dry_run", "split_return", "silenced"]
+
+logger = logging.getLogger(__name__)
+
+
+class AllRunsFailedError(RuntimeError):
+    """Every run raised or returned a non-finite score; nothing was released.
+
+    The message is fixed: it carries no exception text, score or parameter of any run.
+    """
+
+
+class TrainerContractError(TypeError):
+    """The trainer or objective broke its contract (signature or return type): a programming error."""
+
+
+@dataclass(frozen=True)
+class RunSeeds:
+    """The three independent seeds of one run (candidate, training, score noise)."""
+
+    params: np.random.SeedSequence
+    train: np.random.SeedSequence
+    noise: np.random.SeedSequence
+
+    @classmethod
+    def of_run(cls, runs: np.random.SeedSequence, index: int) -> "RunSeeds":
+        """Run ``index``'s seeds: the ``index``-th child of ``runs`` (as ``runs.spawn`` would give), split in three."""
+        child = np.random.SeedSequence(runs.entropy, spawn_key=runs.spawn_key + (index,), pool_size=runs.pool_size)
+        return cls(*child.spawn(3))
+
+    def params_rng(self) -> np.random.Generator:
+        return np.random.Generator(np.random.PCG64(self.params))
+
+    def train_rng(self) -> np.random.Generator:
+        return np.random.Generator(np.random.PCG64(self.train))
+
+
+class RunTask(Protocol):
+    """One run of a front end: draw the candidate, train, return ``(returned, params, details)``.
+
+    ``returned`` is the trainer's return value (a score or ``(score, output)``); ``details``
+    is front-end data released with the winner (Optuna's distributions and user attributes).
+    Exceptions of the types in ``fatal`` are usage errors: they stop the selection.
+    """
+
+    fatal: tuple[type[BaseException], ...]
+
+    def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]: ...
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run sends back to the driver (a failed run: ``score`` NaN and nothing else)."""
+
+    index: int
+    score: float
+    output: Any = None
+    params: Any = None
+    details: Any = None
+
+    @property
+    def failed(self) -> bool:
+        return not math.isfinite(self.score)
+
+
+@dataclass(frozen=True)
+class SelectionPlan:
+    """Everything about a selection that is fixed before the data is seen."""
+
+    k: KDistribution
+    seed: int | None = None
+    direction: str = "maximize"
+    backend: str = "sequential"
+    n_jobs: int = 1
+    progress: bool = False
+    score_noise: Gaussian | Laplace | None = None
+    release: str = "refuse"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.k, KDistribution):
+            raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(self.k).__name__}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))
+                                      or self.seed < 0):
+            raise ValueError(f"seed must be a non-negative integer or None, got {self.seed!r}")
+        if self.direction not in ("maximize", "minimize"):
+            raise ValueError(f"direction must be 'maximize' or 'minimize', got {self.direction!r}")
+        if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, int) or self.n_jobs == 0 or self.n_jobs < -1:
+            raise ValueError(f"n_jobs must be a positive integer or -1, got {self.n_jobs!r}")
+        get_backend(self.backend)
+        if self.score_noise is not None and not isinstance(self.score_noise, (Gaussian, Laplace)):
+            raise TypeError("score_noise must be ps.Gaussian(...) or ps.Laplace(...)")
+        if self.release not in RELEASE_MODES:
+            raise ValueError(f"release must be one of {RELEASE_MODES}, got {self.release!r}")
+
+
+@dataclass(frozen=True)
+class Selected:
+    """The winner (or nothing, when K = 0) and K, which the front end releases only if asked."""
+
+    selected: bool
+    n_runs: int
+    params: Any = None
+    score: float | None = None
+    output: Any = None
+    details: Any = None
+
+
+def split_return(returned: Any) -> tuple[float, Any]:
+    """(score, output) from a trainer's return value: a real number, or a (real number, output) pair."""
+    if isinstance(returned, tuple) and len(returned) == 2 and _is_real(returned[0]):
+        return float(returned[0]), returned[1]
+    if _is_real(returned):
+        return float(returned), None
+    shape = f"a {len(returned)}-tuple" if isinstance(returned, tuple) else type(returned).__name__
+    raise TrainerContractError(
+        f"the trainer returned {shape}; it must return a real number (the score) or a pair (score, output). "
+        "This is a programming error: use dry_run(public_data) to debug it before touching private data."
+    )
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _score_noise(score_noise: Gaussian | Laplace, rng: np.random.Generator) -> float:
+    if isinstance(score_noise, Gaussian):
+        return float(rng.normal(0.0, score_noise.noise_multiplier * score_noise.sensitivity))
+    return float(rng.laplace(0.0, score_noise.scale * score_noise.sensitivity))
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """Drop warnings, stdout, stderr and every log record emitted inside the block."""
+    previous_disable = logging.root.manager.disable
+    sink = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        warnings.simplefilter("ignore")
+        logging.disable(logging.CRITICAL)
+        try:
+            yield
+        finally:
+            logging.disable(previous_disable)
+            sink.close()
+
+
+def execute_run(task: RunTask, data: Any, index: int, seeds: RunSeeds, score_noise: Gaussian | Laplace | None,
+                driver_pid: int) -> RunOutcome:
+    """One run, isolated; a failed run comes back as NaN with nothing else. Runs on the worker."""
+    isolation = silenced() if os.getpid() != driver_pid else contextlib.nullcontext()
+    with isolation:
+        try:
+            returned, params, details = task(data, seeds)
+        except task.fatal:
+            raise
+        except Exception:  # noqa: BLE001 - the release rules: drop it, score the worst value
+            return RunOutcome(index, math.nan)
+    score, output = split_return(returned)
+    if score_noise is not None and math.isfinite(score):
+        score += _score_noise(score_noise, np.random.Generator(np.random.PCG64(seeds.noise)))
+    if not math.isfinite(score):
+        return RunOutcome(index, math.nan)
+    return RunOutcome(index, score, output, params, details)
+
+
+def run_selection(task: RunTask, data: Any, plan: SelectionPlan, *,
+                  observe: Callable[[int, float], None] | None = None) -> Selected:
+    """Draw K, run K candidates of ``task`` on ``data``, release the best (see the module docstring).
+
+    ``observe(index, score)`` is called in the driver as each run completes (score NaN for a
+    failed run); adaptive front ends use it and must run on an in-process sequential backend.
+    """
+    root = np.random.SeedSequence(plan.seed)
+    k_seed, _, runs_seed = root.spawn(3)  # the middle child is reserved (it drew candidates up to 0.1)
+    n_runs = int(plan.k.sample(np.random.Generator(np.random.PCG64(k_seed))))
+    logger.debug("drew K from %r", plan.k)  # K itself stays inside
+    if n_runs == 0:
+        return Selected(False, 0)
+    backend = get_backend("sequential" if plan.n_jobs == 1 else plan.backend)
+    logger.debug("running the candidates (backend=%s, n_jobs=%d)", backend.name, plan.n_jobs)
+    driver_pid = os.getpid()
+    tasks = ((task, data, index, RunSeeds.of_run(runs_seed, index), plan.score_noise, driver_pid)
+             for index in range(n_runs))
+    sign = 1.0 if plan.direction == "maximize" else -1.0
+    best: RunOutcome | None = None
+    results = _with_progress(backend.imap_unordered(execute_run, tasks, plan.n_jobs), n_runs, plan.progress)
+    with silenced():
+        for outcome in results:
+            if observe is not None:
+                observe(outcome.index, outcome.score)
+            if best is None or _beats(outcome, best, sign):
+                best = outcome
+            del outcome
+    if best.failed:
+        raise AllRunsFailedError("every run failed (raised or returned a non-finite score); nothing was released")
+    logger.debug("finished all runs")
+    params = guard_release(best.params, "params", plan.release)
+    output = guard_release(best.output, "output", plan.release)
+    details = guard_release(best.details, "details", plan.release)
+    return Selected(True, n_runs, params, best.score, output, details)
+
+
+def _beats(outcome: RunOutcome, best: RunOutcome, sign: float) -> bool:
+    """Strictly better score, or an equal score at a lower run index (order-independent ties)."""
+    if outcome.failed:
+        return best.failed and outcome.index < best.index
+    if best.failed:
+        return True
+    key, best_key = sign * outcome.score, sign * best.score
+    return key > best_key or (key == best_key and outcome.index < best.index)
+
+
+def _with_progress(results: Iterator[RunOutcome], total: int, progress: bool) -> Iterator[RunOutcome]:
+    """A tqdm bar that counts runs on the operator's terminal: it shows K, never scores."""
+    if not progress:
+        return results
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        raise ImportError("progress=True needs tqdm: pip install 'privselect[progress]'") from None
+    return tqdm(results, total=total, desc="privselect runs", unit="run", file=sys.stderr)
+
+
+def dry_run(task: RunTask, data: Any, plan: SelectionPlan) -> Selected:
+    """Run ONE candidate on public or synthetic ``data`` with nothing swallowed.
+
+    The candidate's exception, a broken return value, a non-finite score or randomness state
+    in the output are raised as they are, so programming errors surface before private data is
+    touched. Uses fresh seeds (not the plan's): the seed is a secret key.
+    """
+    seeds = RunSeeds.of_run(np.random.SeedSequence(), 0)
+    returned, params, details = task(data, seeds)
+    score, output = split_return(returned)
+    if score is not None and not math.isfinite(score):
+        raise ValueError(f"the trainer returned a non-finite score ({score!r}) on the dry-run data; inside the "
+                         "tuner this run would score the worst value")
+    guard_release(params, "params", "refuse")
+    guard_release(output, "output", "refuse")
+    return Selected(True, 1, params, score, output, details)

@@ -1,0 +1,185 @@
+"""The release guard: no randomness state leaves the tuner.
+
+A released object that holds a run's ``numpy.random.Generator`` (or its bit generator, a
+``RandomState``, a ``SeedSequence``, or an estimator's integer ``random_state``) lets anyone who
+holds it rewind the generator and replay the run's noise: PCG64 can be stepped backwards, and
+retraining with the recovered state on D reproduces the released model exactly, while D minus
+one record does not. That is a membership attack that no certificate covers
+(tests/test_release_attacks.py reproduces it).
+
+:func:`guard_release` walks the released value (attributes, ``__slots__``, containers, object
+arrays, closures and ``functools.partial`` arguments; never modules or classes) and either
+refuses with :class:`RandomnessLeakError`, naming the attribute path, or strips the state
+(sets it to ``None``) when ``release="strip"``. An object may add its own checks by defining
+``__privselect_release_problems__() -> list[str]``.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+__all__ = ["RandomnessLeakError", "guard_release", "find_leaks", "RELEASE_MODES"]
+
+RELEASE_MODES = ("refuse", "strip")
+RANDOMNESS_TYPES = (np.random.Generator, np.random.BitGenerator, np.random.RandomState, np.random.SeedSequence,
+                    np.random.bit_generator.SeedlessSeedSequence)
+_ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None), range, types.ModuleType, type,
+          types.BuiltinFunctionType, np.generic)
+
+
+class RandomnessLeakError(ValueError):
+    """The winner's output or params hold randomness state; it was not released."""
+
+
+@dataclass(frozen=True)
+class Leak:
+    """One place in the released value that holds randomness state (or another release problem)."""
+
+    path: str
+    what: str
+    clear: Callable[[], None] | None  # strips it; None where it cannot be stripped
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.what}"
+
+
+def _children(obj: Any, path: str) -> Iterator[tuple[str, Any, Callable[[], None] | None]]:
+    """(path, child, setter-to-None) of every value held by ``obj``."""
+    yield from _children_of(obj, path)
+
+
+@functools.singledispatch
+def _children_of(obj: Any, path: str):
+    state = getattr(obj, "__dict__", None)
+    if isinstance(state, dict):
+        for name, value in list(state.items()):
+            yield f"{path}.{name}", value, functools.partial(_set_attribute, obj, name)
+    for cls in type(obj).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            if isinstance(name, str) and name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                yield f"{path}.{name}", getattr(obj, name), functools.partial(_set_attribute, obj, name)
+
+
+def _set_attribute(obj: Any, name: str) -> None:
+    object.__setattr__(obj, name, None)
+
+
+def _set_item(container: Any, key: Any) -> None:
+    container[key] = None
+
+
+@_children_of.register(dict)
+def _(obj: dict, path: str):
+    for key, value in list(obj.items()):
+        if isinstance(key, RANDOMNESS_TYPES):
+            yield f"{path} key {type(key).__name__}", key, None
+        yield f"{path}[{key!r}]", value, functools.partial(_set_item, obj, key)
+
+
+@_children_of.register(list)
+def _(obj: list, path: str):
+    for index, value in enumerate(obj):
+        yield f"{path}[{index}]", value, functools.partial(_set_item, obj, index)
+
+
+@_children_of.register(tuple)
+@_children_of.register(set)
+@_children_of.register(frozenset)
+def _(obj, path: str):
+    for index, value in enumerate(obj):
+        yield f"{path}[{index}]", value, None
+    yield from _children_of.dispatch(object)(obj, path)  # namedtuple subclasses with attributes
+
+
+@_children_of.register(np.ndarray)
+def _(obj: np.ndarray, path: str):
+    if obj.dtype == object:
+        for index in np.ndindex(obj.shape):
+            yield f"{path}[{', '.join(map(str, index))}]", obj[index], functools.partial(_set_item, obj, index)
+
+
+@_children_of.register(types.FunctionType)
+def _(obj: types.FunctionType, path: str):
+    for index, cell in enumerate(obj.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # empty cell
+            continue
+        yield f"{path}.__closure__[{index}]", value, functools.partial(setattr, cell, "cell_contents", None)
+    for index, value in enumerate(obj.__defaults__ or ()):
+        yield f"{path}.__defaults__[{index}]", value, None
+    for name, value in (obj.__kwdefaults__ or {}).items():
+        yield f"{path}.__kwdefaults__[{name!r}]", value, functools.partial(_set_item, obj.__kwdefaults__, name)
+    yield from _children_of.dispatch(object)(obj, path)
+
+
+@_children_of.register(types.MethodType)
+def _(obj: types.MethodType, path: str):
+    yield f"{path}.__self__", obj.__self__, None
+    yield f"{path}.__func__", obj.__func__, None
+
+
+@_children_of.register(functools.partial)
+def _(obj: functools.partial, path: str):
+    yield f"{path}.func", obj.func, None
+    for index, value in enumerate(obj.args):
+        yield f"{path}.args[{index}]", value, None
+    for name, value in obj.keywords.items():
+        yield f"{path}.keywords[{name!r}]", value, functools.partial(_set_item, obj.keywords, name)
+
+
+def _is_estimator(obj: Any) -> bool:
+    return callable(getattr(type(obj), "get_params", None)) and hasattr(type(obj), "fit")
+
+
+def find_leaks(value: Any, root: str = "output") -> list[Leak]:
+    """Every place in ``value`` that holds randomness state, with its attribute path."""
+    leaks: list[Leak] = []
+    seen: set[int] = set()
+    stack: list[tuple[str, Any, Callable[[], None] | None]] = [(root, value, None)]
+    while stack:
+        path, obj, clear = stack.pop()
+        if isinstance(obj, RANDOMNESS_TYPES):
+            leaks.append(Leak(path, f"{type(obj).__module__}.{type(obj).__name__}", clear))
+            continue
+        if isinstance(obj, _ATOMS) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if _is_estimator(obj) and getattr(obj, "random_state", None) is not None \
+                and not isinstance(obj.random_state, RANDOMNESS_TYPES):
+            leaks.append(Leak(f"{path}.random_state", f"an estimator seed ({type(obj.random_state).__name__})",
+                              functools.partial(_set_attribute, obj, "random_state")))
+        check = getattr(type(obj), "__privselect_release_problems__", None)
+        if callable(check):
+            leaks.extend(Leak(path, problem, None) for problem in check(obj))
+        try:
+            children = list(_children(obj, path))
+        except Exception:  # noqa: BLE001 - an object whose attributes cannot be read cannot be checked
+            leaks.append(Leak(path, f"{type(obj).__name__} whose contents cannot be inspected", None))
+            continue
+        stack.extend(reversed(children))
+    return leaks
+
+
+def guard_release(value: Any, root: str, release: str) -> Any:
+    """Refuse (``release="refuse"``) or strip (``"strip"``) randomness state in ``value``; return it."""
+    leaks = find_leaks(value, root)
+    if not leaks:
+        return value
+    if release == "strip" and all(leak.clear is not None for leak in leaks):
+        for leak in leaks:
+            leak.clear()
+        return value
+    blocking = [leak for leak in leaks if release != "strip" or leak.clear is None]
+    listed = "; ".join(str(leak) for leak in blocking[:5]) + (" ..." if len(blocking) > 5 else "")
+    strippable = release != "strip" and all(leak.clear is not None for leak in blocking)
+    raise RandomnessLeakError(
+        f"the winner was not released: {listed}. Randomness state (a generator, bit generator, SeedSequence or "
+        "seed) lets its holder replay the run's noise: fit with the run's generator, then drop it (privselect's own "
+        "estimators do)" + (", or pass release='strip' to set these to None" if strippable else "") + "."
+    )

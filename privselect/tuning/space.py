@@ -1,0 +1,231 @@
+"""Search spaces: data-independent distributions of hyperparameters.
+
+A search space is a dict ``{name: distribution}`` of the value objects below, or any callable
+``sampler(rng) -> params``. Every run draws its candidate from its own generator, spawned from
+the tuner's seed, independently of the data and of other runs' scores (Papernot, Steinke 2022;
+Koskela, Redberg, Wang 2024 Sec. 4 assume exactly this: i.i.d. candidates).
+
+:func:`privacy_law` turns a finite space and a hyperparameter-dependent privacy
+``params -> Mechanism`` into the law of the run's mechanism (a
+:class:`~privselect.accounting.average.HyperparameterMixture`), which ``certify`` averages.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from .. import _validation as check
+
+__all__ = ["Uniform", "LogUniform", "IntUniform", "Choice", "Distribution", "SearchSpace", "draw",
+           "sample_candidates", "validate_space", "privacy_law", "MAX_ENUMERATED_CANDIDATES"]
+
+# A finite space with more combinations than this is not enumerated for the mixture certificate.
+MAX_ENUMERATED_CANDIDATES = 100_000
+
+
+class Distribution:
+    """A distribution of one hyperparameter."""
+
+    def sample(self, rng: np.random.Generator) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def support(self) -> tuple[tuple[Any, float], ...] | None:
+        """(value, probability) pairs of a finite law; None for a continuous one."""
+        return None
+
+
+@dataclass(frozen=True)
+class Uniform(Distribution):
+    """Uniform on [low, high]."""
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        low, high = check.real("low", self.low), check.real("high", self.high)
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(f"Uniform needs finite low < high, got low={self.low!r}, high={self.high!r}")
+
+    def sample(self, rng: np.random.Generator) -> float:
+        return float(rng.uniform(self.low, self.high))
+
+
+@dataclass(frozen=True)
+class LogUniform(Distribution):
+    """Log-uniform on [low, high], 0 < low < high."""
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        low, high = check.positive("low", self.low), check.positive("high", self.high)
+        if not low < high:
+            raise ValueError(f"LogUniform needs 0 < low < high, got low={self.low!r}, high={self.high!r}")
+
+    def sample(self, rng: np.random.Generator) -> float:
+        return float(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
+
+
+@dataclass(frozen=True)
+class IntUniform(Distribution):
+    """Uniform on the integers low, low + step, ..., up to high (inclusive)."""
+
+    low: int
+    high: int
+    step: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("low", "high", "step"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"IntUniform {name} must be an integer, got {value!r}")
+        if not self.low <= self.high:
+            raise ValueError(f"IntUniform needs low <= high, got low={self.low!r}, high={self.high!r}")
+        if self.step < 1:
+            raise ValueError(f"IntUniform step must be a positive integer, got {self.step!r}")
+
+    def sample(self, rng: np.random.Generator) -> int:
+        return int(self.low + self.step * rng.integers(0, (self.high - self.low) // self.step, endpoint=True))
+
+    def support(self) -> tuple[tuple[Any, float], ...]:
+        values = range(self.low, self.high + 1, self.step)
+        return tuple((int(v), 1.0 / len(values)) for v in values)
+
+
+@dataclass(frozen=True)
+class IntLogUniform(Distribution):
+    """Integers low..high, log-uniform (Optuna's ``suggest_int(log=True)``: round a log-uniform draw)."""
+
+    low: int
+    high: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.low, bool) or not isinstance(self.low, (int, np.integer)) or self.low < 1:
+            raise ValueError(f"IntLogUniform low must be a positive integer, got {self.low!r}")
+        if isinstance(self.high, bool) or not isinstance(self.high, (int, np.integer)) or self.high < self.low:
+            raise ValueError(f"IntLogUniform needs an integer high >= low, got {self.high!r}")
+
+    def sample(self, rng: np.random.Generator) -> int:
+        value = math.exp(rng.uniform(math.log(self.low - 0.5), math.log(self.high + 0.5)))
+        return int(min(max(round(value), self.low), self.high))
+
+
+@dataclass(frozen=True)
+class Choice(Distribution):
+    """Uniform choice among ``options`` (drawn with replacement, as the selection theorems need)."""
+
+    options: tuple
+
+    def __init__(self, options: Sequence[Any]) -> None:
+        if isinstance(options, (Mapping, set, frozenset)):
+            raise TypeError(f"Choice options must be an ordered sequence (list or tuple), got {type(options).__name__}")
+        try:
+            opts = tuple(options)
+        except TypeError:
+            raise TypeError(f"Choice options must be a list or tuple of values, got {type(options).__name__}") from None
+        if not opts:
+            raise ValueError("Choice options must hold at least one option, got an empty sequence")
+        object.__setattr__(self, "options", opts)
+
+    def sample(self, rng: np.random.Generator) -> Any:
+        return self.options[int(rng.integers(len(self.options)))]
+
+    def support(self) -> tuple[tuple[Any, float], ...]:
+        return tuple((option, 1.0 / len(self.options)) for option in self.options)
+
+
+SearchSpace = Mapping[str, Distribution] | Callable[[np.random.Generator], Any]
+
+
+def validate_space(space: SearchSpace) -> SearchSpace:
+    """Check a search space at the public surface."""
+    if callable(space) and not isinstance(space, Mapping):
+        return space
+    if not isinstance(space, Mapping) or not space:
+        raise TypeError("search_space must be a non-empty dict of privselect.space distributions or a callable(rng)")
+    for name, dist in space.items():
+        if not isinstance(name, str):
+            raise TypeError(f"search_space keys must be strings, got {name!r}")
+        if not isinstance(dist, Distribution):
+            raise TypeError(
+                f"search_space[{name!r}] must be a privselect.space distribution (Uniform, LogUniform, IntUniform, "
+                f"IntLogUniform, Choice), got {type(dist).__name__}"
+            )
+    return space
+
+
+def draw(space: SearchSpace, rng: np.random.Generator) -> Any:
+    """One candidate (dict spaces draw in key order, so the stream is reproducible)."""
+    if callable(space) and not isinstance(space, Mapping):
+        return space(rng)
+    return {name: dist.sample(rng) for name, dist in space.items()}
+
+
+def sample_candidates(space: SearchSpace, n: int, rng: np.random.Generator) -> list[Any]:
+    """Draw ``n`` i.i.d. candidates from one generator."""
+    return [draw(space, rng) for _ in range(n)]
+
+
+# -- the law of a run's privacy -----------------------------------------------------------
+
+
+class ContinuousDependence(LookupError):
+    """``privacy(params)`` read a hyperparameter with a continuous law."""
+
+
+class _Probe(Mapping):
+    """The params a privacy callable sees while its law is enumerated: continuous names raise."""
+
+    def __init__(self, values: dict[str, Any], continuous: frozenset[str]) -> None:
+        self._values, self._continuous = values, continuous
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._continuous:
+            raise ContinuousDependence(name)
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def privacy_law(space: SearchSpace, privacy: Callable[[Any], Any], transform: Callable[[Any], Any] = lambda m: m):
+    """The law of ``transform(privacy(params))`` for params drawn from ``space``; exact, by enumeration.
+
+    The hyperparameters a dict space draws from a finite law (``Choice``, ``IntUniform``) are
+    enumerated with their probabilities; the others must not be read by ``privacy`` (a read
+    raises :class:`ContinuousDependence`, naming the hyperparameter). Equal mechanisms are
+    merged. Returns a :class:`~privselect.accounting.average.HyperparameterMixture`.
+    """
+    from ..accounting.average import HyperparameterMixture
+    from ..mechanisms import Mechanism
+
+    if not isinstance(space, Mapping):
+        raise ContinuousDependence("a callable search space has no enumerable law; use a dict of distributions")
+    supports = {name: dist.support() for name, dist in space.items()}
+    finite = {name: s for name, s in supports.items() if s is not None}
+    size = math.prod(len(s) for s in finite.values())
+    if size > MAX_ENUMERATED_CANDIDATES:
+        raise ValueError(f"the finite part of the search space has {size} combinations, more than "
+                         f"{MAX_ENUMERATED_CANDIDATES} enumerated for the mixture certificate")
+    continuous = frozenset(name for name, s in supports.items() if s is None)
+    placeholder = {name: None for name in continuous}
+    weights: dict[Any, float] = {}
+    for combination in itertools.product(*finite.values()):
+        values = dict(zip(finite, (value for value, _ in combination)))
+        probe = _Probe({name: values.get(name, placeholder.get(name)) for name in space}, continuous)
+        mechanism = privacy(probe)
+        if not isinstance(mechanism, Mechanism):
+            raise TypeError(f"privacy(params) must return a Mechanism, got {type(mechanism).__name__} "
+                            f"for params {values!r}")
+        mechanism = transform(mechanism)
+        weights[mechanism] = weights.get(mechanism, 0.0) + math.prod(p for _, p in combination)
+    return HyperparameterMixture(tuple((weight, mechanism) for mechanism, weight in weights.items()))

@@ -1,0 +1,249 @@
+"""PrivateTuner: private hyperparameter selection around any DP trainer (a thin front end on the engine).
+
+The procedure and the release rules are those of :mod:`privselect.tuning.engine`: K drawn
+once, candidates i.i.d. from the search space, every run completes, only the best run leaves
+(its hyperparameters, score and output) with one certificate for the whole procedure, asked of
+``ps.certify``. K itself is NOT released: the selection theorems bound the winner alone, and
+the pair (K, winner) can be far less private (for a pure ε-DP binary score, best-of-k has
+likelihood ratio e^{kε}). ``reveal_k=True`` releases K as ``n_runs`` and certifies with the
+K-mixture bound instead. The optional progress bar counts runs on the operator's terminal,
+which shows K: do not publish it.
+
+The score is part of the DP output of a run. Either the trainer privatises it (e.g. a noisy
+validation accuracy whose noise is included in ``privacy``) or the tuner does it: pass
+``score_noise=ps.Laplace(b, sensitivity=s)`` (or ``ps.Gaussian``) and the trainer's raw score
+(of sensitivity ``s``) gets that noise, and the noise mechanism is composed into ``privacy``.
+The privacy you declare must cover everything the trainer does, failures included: a crash
+that depends on the data is part of the mechanism.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import _validation as check
+from ..accounting.profile import PrivacyProfile
+from ..mechanisms import Gaussian, Laplace, Mechanism
+from ..selection import Binomial, Poisson, TruncatedNegativeBinomial
+from ..selection.calibrate import largest_mean
+from ..selection.certificate import Certificate
+from ..selection.distributions import KDistribution
+from .backends import BACKENDS
+from .engine import (RunSeeds, SelectionPlan, TrainerContractError, dry_run, run_selection, split_return)
+from .privacy import CandidatePrivacyError, RunPrivacy
+from .space import SearchSpace, draw, validate_space
+
+__all__ = ["PrivateTuner", "TuningResult", "BACKENDS", "score_and_output"]
+
+score_and_output = split_return  # the 0.1 name
+
+
+@dataclass(frozen=True, repr=False)
+class TuningResult:
+    """What leaves the tuner: the winner only, and the certificate of the whole procedure."""
+
+    best_params: Any
+    best_score: float | None
+    best_output: Any
+    selected: bool
+    certificate: Certificate
+    n_runs: int | None = None  # K, released only with reveal_k=True
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "best_params": self.best_params,
+            "best_score": self.best_score,
+            "selected": self.selected,
+            "certificate": self.certificate.to_dict(),
+        }
+        if self.n_runs is not None:
+            out["n_runs"] = self.n_runs
+        return out
+
+    def __repr__(self) -> str:
+        k = "" if self.n_runs is None else f", n_runs={self.n_runs}"
+        if not self.selected:
+            return f"TuningResult(nothing selected (K = 0){k}, certificate={self.certificate})"
+        return (f"TuningResult(best_params={self.best_params!r}, best_score={self.best_score!r}{k}, "
+                f"certificate={self.certificate})")
+
+
+@dataclass(frozen=True)
+class _TrainerTask:
+    """One run of the tuner: draw the candidate from the run's params seed, train with its train seed."""
+
+    train: Callable[..., Any]
+    space: SearchSpace
+    candidate_check: Callable[[Any], None] | None = None
+    fatal: tuple[type[BaseException], ...] = (TrainerContractError, CandidatePrivacyError)
+
+    def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
+        params = draw(self.space, seeds.params_rng())
+        if self.candidate_check is not None:
+            self.candidate_check(params)
+        return self.train(params, data, seeds.train_rng()), params, None
+
+
+def check_signature(function: Callable[..., Any], arguments: tuple[str, ...], role: str) -> None:
+    """Refuse, before any run, a callable that cannot take ``arguments`` positionally."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # builtins without a signature: nothing to check
+        return
+    try:
+        signature.bind(*arguments)
+    except TypeError:
+        raise TrainerContractError(
+            f"{role} must accept {len(arguments)} positional argument(s) ({', '.join(arguments)}); its signature is "
+            f"{signature}") from None
+
+
+class PrivateTuner:
+    """Tune a DP trainer privately: random K runs, release the best, certify the whole procedure.
+
+    Parameters
+    ----------
+    train : callable ``train(params, data, rng) -> score | (score, output)``
+        One DP training run. ``rng`` is the run's own ``numpy.random.Generator``: use it, never
+        store it (nor a seed) in the output; the release guard refuses it.
+    search_space : dict of ``privselect.space`` distributions, or ``callable(rng) -> params``
+    privacy : Mechanism, PrivacyProfile, or callable ``params -> Mechanism``
+        The privacy of ONE run. A callable means hyperparameters change the privacy; the
+        certificate averages the candidates' profiles over the space's law (exact for finite
+        laws; checked at construction) or uses KRW Cor. 6.2, whichever is smaller.
+    k : KDistribution
+        Distribution of the number of runs (``ps.Geometric(mean=10)``, ...).
+    delta : float
+        Target delta of the certificate.
+    direction : "maximize" or "minimize"
+    seed : int or None
+        A SECRET key: K, the candidates and every run's noise follow from it. Never publish it
+        or reuse it on updated data; None (the default) draws fresh entropy.
+    n_jobs, backend : parallel execution (:mod:`privselect.tuning.backends`: "sequential",
+        "loky", "threading", "dask", "ray").
+    progress : show a tqdm bar of runs done (off by default; it shows K to the operator).
+    score_noise : ps.Gaussian or ps.Laplace, optional
+        Noise the tuner adds to the trainer's raw score (noise scale = parameter x the
+        mechanism's ``sensitivity``, the raw score's sensitivity); composed into ``privacy``.
+    base_epsilon : float, optional
+        ε_Q of KRW Cor. 6.2 for callable privacy (searched when None and the space is finite).
+    reveal_k : bool
+        Release K as ``result.n_runs``; the certificate is then the K-mixture bound.
+    release : "refuse" (default) or "strip"
+        What the release guard does with randomness state in the winner.
+    accountant : the accountant ``certify`` builds the base profile with; ``accountant_options``
+        are passed to it.
+    """
+
+    def __init__(self, train: Callable[..., Any], search_space: SearchSpace, privacy: Any, k: KDistribution,
+                 delta: float, *, direction: str = "maximize", seed: int | None = None, n_jobs: int = 1,
+                 backend: str = "loky", progress: bool = False, score_noise: Gaussian | Laplace | None = None,
+                 base_epsilon: float | None = None, reveal_k: bool = False, release: str = "refuse",
+                 accountant: str = "prv", accountant_options: dict[str, Any] | None = None) -> None:
+        if not callable(train):
+            raise TypeError("train must be callable: train(params, data, rng) -> score or (score, output)")
+        check_signature(train, ("params", "data", "rng"), "train")
+        self.train = train
+        self.search_space = validate_space(search_space)
+        if not isinstance(k, KDistribution):
+            raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(k).__name__}")
+        self.delta = check.delta_scalar("delta", delta)
+        base_epsilon = None if base_epsilon is None else check.positive("base_epsilon", base_epsilon)
+        self._privacy = RunPrivacy(privacy, score_noise, self.search_space, base_epsilon)
+        self.k, self.seed, self.direction, self.backend, self.n_jobs = k, seed, direction, backend, n_jobs
+        self.progress, self.release = bool(progress), release
+        self._plan()  # validates
+        self.reveal_k = bool(reveal_k)
+        if self.reveal_k and not isinstance(privacy, Mechanism):
+            raise ValueError("reveal_k=True composes the base run: privacy must be a Mechanism")
+        self.accountant = accountant
+        self.accountant_options = dict(accountant_options or {})
+        self._certificate: Certificate | None = None
+
+    def _plan(self) -> SelectionPlan:
+        return SelectionPlan(self.k, self.seed, self.direction, self.backend, self.n_jobs, self.progress,
+                             self.score_noise, self.release)
+
+    privacy = property(lambda self: self._privacy.privacy, doc="The privacy of one run, as declared.")
+    score_noise = property(lambda self: self._privacy.score_noise)
+    base_epsilon = property(lambda self: self._privacy.base_epsilon)
+    heterogeneous = property(lambda self: self._privacy.depends_on_params,
+                             doc="True when the hyperparameters change the privacy of a run.")
+
+    def thresholds(self):
+        """KRW Cor. 6.2 thresholds at ``base_epsilon`` (callable privacy with base_epsilon only)."""
+        from ..selection.calibrate import cor62_thresholds
+
+        if not self.heterogeneous or self.base_epsilon is None:
+            raise ValueError("thresholds apply when privacy is a callable params -> Mechanism and base_epsilon is set")
+        return cor62_thresholds(self.base_epsilon, self.delta, self.k)
+
+    @property
+    def certificate(self) -> Certificate:
+        """The certificate of the whole procedure; depends on privacy, k and delta only (not on data)."""
+        if self._certificate is None:
+            self._certificate = self._privacy.certificate(self.k, self.delta, reveal_k=self.reveal_k,
+                                                          accountant=self.accountant,
+                                                          accountant_options=self.accountant_options)
+        return self._certificate
+
+    def calibrate(self, target_epsilon: float, family: Callable[[float], KDistribution] | None = None) -> "PrivateTuner":
+        """Set K to the largest mean (same family unless ``family`` is given) meeting ``target_epsilon``."""
+        if self.heterogeneous or self.reveal_k:
+            raise ValueError("calibrate supports the selection certificate (fixed privacy per run, K not revealed)")
+        if family is None:
+            family = _same_family(self.k)
+        base = self._privacy.base
+        options = {} if isinstance(base, PrivacyProfile) else {"accountant": self.accountant, **self.accountant_options}
+        min_mean = 1.0 + 1e-9 if isinstance(self.k, TruncatedNegativeBinomial) else 1e-3
+        mean = largest_mean(base, target_epsilon, self.delta, family=family, min_mean=min_mean, **options)
+        self.k = family(mean)
+        self._certificate = None
+        return self
+
+    # -- running ----------------------------------------------------------------------------
+
+    def _task(self) -> _TrainerTask:
+        check_candidate = self._privacy.candidate_check(self.k, self.delta, self.accountant, self.accountant_options)
+        return _TrainerTask(self.train, self.search_space, check_candidate)
+
+    def run(self, data: Any) -> TuningResult:
+        """Run the private selection on ``data``; release the best run and the certificate.
+
+        Raises :class:`~privselect.tuning.engine.AllRunsFailedError` (no run data) if every
+        run failed, and :class:`~privselect.tuning.guard.RandomnessLeakError` if the winner
+        holds randomness state (``release="refuse"``).
+        """
+        certificate = self.certificate  # data-independent; computed before anything runs
+        selected = run_selection(self._task(), data, self._plan())
+        revealed = selected.n_runs if self.reveal_k else None
+        if not selected.selected:
+            return TuningResult(None, None, None, False, certificate, revealed)
+        return TuningResult(selected.params, selected.score, selected.output, True, certificate, revealed)
+
+    def dry_run(self, public_or_synthetic_data: Any) -> TuningResult:
+        """Run ONE candidate on public or synthetic data and re-raise whatever goes wrong.
+
+        Use it before ``run``: a NameError, a wrong signature, a broken return value, a
+        non-finite score or a generator left in the output surface here, on data that is not
+        private. Fresh seeds are used (never the secret ``seed``); K is not drawn.
+        """
+        selected = dry_run(self._task(), public_or_synthetic_data, self._plan())
+        return TuningResult(selected.params, selected.score, selected.output, True, self.certificate, None)
+
+
+def _same_family(k: KDistribution) -> Callable[[float], KDistribution]:
+    if isinstance(k, TruncatedNegativeBinomial):
+        eta = k.eta
+        return lambda mean: TruncatedNegativeBinomial(eta, mean=mean)
+    if isinstance(k, Binomial):
+        n = k.n
+        return lambda mean: Binomial.from_mean(mean, n)
+    if isinstance(k, Poisson):
+        return lambda mean: Poisson(mean)
+    raise TypeError(f"no calibration family for {type(k).__name__}")
+
+
+__all__ += ["check_signature"]

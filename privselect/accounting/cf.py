@@ -1126,6 +1126,8 @@ class CFAccountant:
         mechanisms; beyond it the grid is shortened and the certified truncation error grows
         (relevant for one or a few subsampled steps, whose phi decays slowly).
 
+    Examples
+    --------
     >>> import privselect as ps
     >>> prof = CFAccountant().profile(ps.Gaussian(1.0))
     >>> round(prof.delta(1.0), 10)

@@ -237,6 +237,8 @@ class GeneralizedPTR:
     false_pass
         delta': the test passes with probability at most delta' on any X with eps_phi(X) > epsilon.
 
+    Notes
+    -----
     The procedure is (epsilon + test_epsilon, delta + test_delta + false_pass)-DP under add/remove
     neighbours: :attr:`privacy`.
     """

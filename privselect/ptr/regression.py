@@ -407,6 +407,8 @@ class OPSPTRRegressor(PrivateLinearRegressor):
     x_bound, y_bound : public bounds B_x, B_y (inputs are clipped, module docstring).
     mode : "exact" (numerical OPS profile) or "safe" (closed form) for the test.
 
+    Notes
+    -----
     Fitted attributes: ``coef_`` (the posterior sample, or zeros when refused), ``refused_``
     (True when the test failed: the output is ⊥, the model predicts 0, the centre of the label
     range, and a :class:`RefusalWarning` is issued), ``test_statistic_`` (the private test value

@@ -120,3 +120,22 @@ def test_one_run_table_reports_the_smallest_certified_bound_only(capsys):
     assert code == 0 and rows
     assert report["epsilon"] == min(r["epsilon"] for r in rows if r["certified"])
     assert all(r["certified"] for r in rows if r["accountant"] == report["accountant"])
+
+
+def test_readme_certify_commands_run_as_written():
+    """Every `privselect certify` line of the README's shell blocks exits 0 (run through this interpreter)."""
+    import re
+    import shlex
+
+    text = (REPO_ROOT / "README.md").read_text()
+    lines = [line.strip() for language, block in re.findall(r"```(\w*)\n(.*?)```", text, flags=re.S)
+             if language in ("bash", "sh", "") for line in block.splitlines() if "privselect certify" in line]
+    assert len(lines) >= 2
+    for line in lines:
+        argv = shlex.split(line)
+        assert argv[0].endswith("privselect")
+        done = subprocess.run([sys.executable, "-m", "privselect", *argv[1:]], cwd=REPO_ROOT, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, (line, done.stderr[-2000:])
+        if "--json" in argv:
+            assert json.loads(done.stdout)["epsilon"] > 0

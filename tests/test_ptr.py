@@ -468,3 +468,14 @@ def test_load_uci_root_from_environment_or_clear_error(monkeypatch):
 def test_diabetes_raw_is_unscaled():
     X, y = load_diabetes_raw()
     assert X.shape == (442, 10) and X[:, 0].max() > 50  # ages, not z-scores
+
+
+def test_old_import_paths_are_the_apps_modules():
+    import privselect.apps.ptr as apps_ptr
+    import privselect.ptr as old_ptr
+    import privselect.ptr.ops as old_ops
+    from privselect.ptr.regression import OPSPTRRegressor as Old
+
+    assert old_ops is apps_ptr.ops and Old is apps_ptr.OPSPTRRegressor
+    assert old_ptr.__all__ == apps_ptr.__all__ and old_ptr.TunedOPSPTRRegressor is apps_ptr.TunedOPSPTRRegressor
+    assert type(pickle.loads(pickle.dumps(Old(epsilon=2.0)))) is apps_ptr.OPSPTRRegressor

@@ -1,1 +1,2 @@
-"""Applications built on the tuner: DP-SGD (:mod:`.dpsgd`), the demo job (:mod:`.demo`)."""
+"""Applications built on the tuner: DP-SGD (:mod:`.dpsgd`), the demo job (:mod:`.demo`), private linear
+regression with Generalized PTR (:mod:`.ptr`)."""

@@ -1,50 +1,16 @@
-"""Generalized Propose-Test-Release and private linear regression (KRW Sec. 6.1).
+"""Alias of :mod:`privselect.apps.ptr` (kept so 0.1 imports work).
 
-* :mod:`.gptr`: :class:`GeneralizedPTR` (KRW Thm 6.1) and the private one-sided bounds its tests use;
-* :mod:`.ops`: the one-posterior-sample (OPS) mechanism, its exact privacy and data-dependent bounds;
-* :mod:`.regression`: :class:`OPSRegressor`, :class:`OPSPTRRegressor` (scikit-learn estimators);
-* :mod:`.baselines`: output perturbation, AdaSSP and AdaOPS with corrected calibrations;
-* :mod:`.tuning`: OPS-PTR tuned by :class:`~privselect.tuning.PrivateTuner` with geometric K,
-  certified by KRW Thm 5.2, and the Liu-Talwar certificate for the same tuning;
-* :mod:`.model_selection`: :class:`PrivateRegressorSelection`, a private choice among private
-  regressors (AdaSSP, AdaOPS, OPS-PTR) with one certificate;
-* :mod:`.data`: a loader for the UCI regression files (takes a path).
+``privselect.ptr`` and every submodule (``privselect.ptr.ops``, ``.regression``, ...) are the
+same module objects as their ``privselect.apps.ptr`` counterparts, so classes, isinstance checks
+and pickles agree whichever path is imported.
 """
 
-from .baselines import AdaOPSRegressor, AdaSSPRegressor, NonPrivateRidge, OutputPerturbationRegressor, output_perturbation_alpha
-from .data import UCI_DATASETS, load_uci, read_numeric_table
-from .gptr import BOTTOM, GaussianBound, GeneralizedPTR, LaplaceBound, PTRResult, analytic_gaussian_sigma
-from .ops import (
-    ops_delta,
-    ops_epsilon,
-    ops_epsilon_exact,
-    ops_epsilon_safe,
-    ops_epsilon_wang,
-    ops_gamma,
-    ops_hockey_stick,
-    ops_local_bounds,
-    ops_renyi,
-    sample_ops,
-)
-from .regression import OPSPTR, OPSPTRRegressor, OPSRegressor, RefusalWarning, balanced_alpha, default_ops_ptr_alpha
-from .tuning import (
-    LiuTalwarCertificate,
-    RunBudget,
-    TunedOPSPTRRegressor,
-    liu_talwar_certificate,
-    liu_talwar_run_budget,
-    profile_run_budget,
-    selection_run_budget,
-)
-from .model_selection import PrivateRegressorSelection
+import sys as _sys
 
-__all__ = [
-    "BOTTOM", "GeneralizedPTR", "PTRResult", "LaplaceBound", "GaussianBound", "analytic_gaussian_sigma",
-    "ops_hockey_stick", "ops_delta", "ops_epsilon", "ops_epsilon_exact", "ops_epsilon_safe", "ops_epsilon_wang",
-    "ops_renyi", "ops_gamma", "ops_local_bounds", "sample_ops",
-    "OPSPTR", "OPSRegressor", "OPSPTRRegressor", "RefusalWarning", "balanced_alpha", "default_ops_ptr_alpha",
-    "OutputPerturbationRegressor", "AdaSSPRegressor", "AdaOPSRegressor", "NonPrivateRidge", "output_perturbation_alpha",
-    "TunedOPSPTRRegressor", "PrivateRegressorSelection", "RunBudget", "profile_run_budget", "selection_run_budget", "liu_talwar_run_budget", "LiuTalwarCertificate",
-    "liu_talwar_certificate",
-    "load_uci", "read_numeric_table", "UCI_DATASETS",
-]
+from ..apps import ptr as _ptr
+from ..apps.ptr import *  # noqa: F401,F403
+from ..apps.ptr import __all__  # noqa: F401
+from ..apps.ptr import baselines, data, gptr, model_selection, ops, regression, tuning  # noqa: F401
+
+for _name in ("baselines", "data", "gptr", "model_selection", "ops", "regression", "tuning"):
+    _sys.modules[f"{__name__}.{_name}"] = getattr(_ptr, _name)

@@ -37,9 +37,9 @@ from typing import Any, Callable
 import numpy as np
 from scipy import special
 
-from .. import _validation as check
-from ..accounting.profile import gaussian_delta, gdp_profile
-from ..mechanisms import ApproxDP, Gaussian, Laplace
+from ... import _validation as check
+from ...accounting.profile import gaussian_delta, gdp_profile
+from ...mechanisms import ApproxDP, Gaussian, Laplace
 
 __all__ = [
     "BOTTOM",

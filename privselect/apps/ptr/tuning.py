@@ -28,12 +28,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 from sklearn.base import clone
 
-from .. import _validation as check
-from ..mechanisms import ApproxDP, Laplace, compose
-from ..selection import Geometric, TruncatedNegativeBinomial, certify
-from ..selection.certificate import Certificate
-from ..space import Choice
-from ..tuning import PrivateTuner
+from ... import _validation as check
+from ...mechanisms import ApproxDP, Laplace, compose
+from ...selection import Geometric, TruncatedNegativeBinomial, certify
+from ...selection.certificate import Certificate
+from ...space import Choice
+from ...tuning import PrivateTuner
 from .regression import MODES, OPSPTRRegressor, PrivateLinearRegressor
 
 __all__ = ["LiuTalwarCertificate", "liu_talwar_certificate", "liu_talwar_run_budget", "RunBudget", "run_mechanism",

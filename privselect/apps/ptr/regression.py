@@ -29,8 +29,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .. import _validation as check
-from ..mechanisms import ApproxDP
+from ... import _validation as check
+from ...mechanisms import ApproxDP
 from .gptr import BOTTOM, GeneralizedPTR, LaplaceBound, PTRResult
 from .ops import (
     clip_records,

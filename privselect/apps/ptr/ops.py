@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, special
 
-from .. import _validation as check
+from ... import _validation as check
 
 __all__ = [
     "ridge_solution",

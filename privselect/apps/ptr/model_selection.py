@@ -23,11 +23,11 @@ from typing import Callable
 
 import numpy as np
 
-from .. import _validation as check
-from ..mechanisms import ApproxDP, Laplace, compose
-from ..selection import KDistribution, Logarithmic
-from ..space import Choice
-from ..tuning import PrivateTuner
+from ... import _validation as check
+from ...mechanisms import ApproxDP, Laplace, compose
+from ...selection import KDistribution, Logarithmic
+from ...space import Choice
+from ...tuning import PrivateTuner
 from .baselines import AdaOPSRegressor, AdaSSPRegressor
 from .regression import OPSPTRRegressor, PrivateLinearRegressor
 from .tuning import RunBudget, clipped_squared_error, fit_quietly, selection_run_budget, tuner_seed

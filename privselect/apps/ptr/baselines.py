@@ -22,8 +22,8 @@ import math
 import numpy as np
 from scipy import linalg, optimize, special
 
-from .. import _validation as check
-from ..mechanisms import ApproxDP, Gaussian, PureDP, compose
+from ... import _validation as check
+from ...mechanisms import ApproxDP, Gaussian, PureDP, compose
 from .gptr import LaplaceBound, analytic_gaussian_sigma
 from .ops import ops_gamma, ops_mu_bound, ridge_solution, sample_ops
 from .regression import MODES, PrivateLinearRegressor, _delta_split

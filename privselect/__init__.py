@@ -31,6 +31,7 @@ _PUBLIC: dict[str, str] = {
     "Composition": ".mechanisms",
     "compose": ".mechanisms",
     "ProfileMechanism": ".accounting.dominating",
+    "PoissonSplit": ".accounting.dominating",
     # accounting
     "privacy_profile": ".accounting",
     "PrivacyProfile": ".accounting",

@@ -56,3 +56,39 @@ def test_bad_input():
         ps.certify_pipeline(RUN, K, 1e-5, final="model")
     with pytest.raises(TypeError, match="k must be"):
         ps.certify_pipeline(RUN, 10, 1e-5)
+
+
+def test_split_losses_against_enumeration():
+    """The mixture pair (r P1 x Q2 + (1-r) Q1 x P2, Q1 x Q2) of two small discrete pairs, enumerated."""
+    from privselect.accounting.dominating import DiscreteLoss, split_losses
+    from privselect.accounting.profile import discrete_profile
+
+    p1, q1 = np.array([0.5, 0.3, 0.2, 0.0]), np.array([0.1, 0.3, 0.4, 0.2])
+    p2, q2 = np.array([0.05, 0.6, 0.35]), np.array([0.3, 0.3, 0.4])
+    rate, mesh = 0.3, 1e-3
+
+    def loss(p, q):
+        both = (p > 0) & (q > 0)
+        return DiscreteLoss(np.log(p[both] / q[both]), p[both], q[both], inf_mass=float(p[q == 0].sum()),
+                            neg_inf_mass=float(q[p == 0].sum()))
+
+    losses = split_losses(loss(p1, q1), loss(p2, q2), rate, mesh)
+    mix = (rate * np.outer(p1, q2) + (1 - rate) * np.outer(q1, p2)).ravel()
+    exact_remove, exact_add = discrete_profile(mix, np.outer(q1, q2).ravel()).curves
+    eps = np.linspace(-2, 3, 201)
+    for ours, exact in ((losses.remove, exact_remove), (losses.add, exact_add)):
+        truth = exact.delta_bounds(eps)[1]
+        got = ours.delta(eps)
+        assert np.all(got >= truth - 1e-15)
+        assert np.all(got <= truth + mesh)  # rounding the loss up by < mesh moves delta by < mesh
+
+
+def test_complement_final_run_is_certified_and_amplified():
+    """Final run on the complement: cheaper than on the full data, never below the selection on the subsample."""
+    full = ps.certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=0.2)
+    complement = ps.certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=0.2, final_data="complement")
+    tuning_only = ps.certify_pipeline(RUN, K, 1e-5, tuning_rate=0.2)
+    assert tuning_only.epsilon <= complement.epsilon < full.epsilon
+    assert "complement" in complement.notes[0] and "rdp" not in complement.alternatives
+    with pytest.raises(ValueError, match="complement"):
+        ps.certify_pipeline(RUN, K, 1e-5, final=RUN, final_data="complement")

@@ -73,7 +73,7 @@ from ..mechanisms import POISSON_BASES, Mechanism
 from .plrv import Atoms, DirectedLosses, PrivacyLoss, privacy_losses, subsampled_loss
 from .profile import PrivacyProfile
 
-__all__ = ["ProfileMechanism", "DiscreteLoss", "dominating_loss"]
+__all__ = ["ProfileMechanism", "PoissonSplit", "DiscreteLoss", "dominating_loss", "split_losses"]
 
 _LD = np.longdouble
 #: Grid points per side (eps > 0 and eps < 0) of the connect-the-dots grid.
@@ -369,3 +369,101 @@ def _(mechanism: ProfileMechanism) -> DirectedLosses:
 
 
 POISSON_BASES.append(ProfileMechanism)
+
+
+# ----------------------------------------------------------------------------------------
+# Splitting the records between two mechanisms
+# ----------------------------------------------------------------------------------------
+
+
+def _rounded_up(loss: np.ndarray, prim: np.ndarray, sec: np.ndarray, inf_mass: float, neg_inf_mass: float,
+                mesh: float) -> DiscreteLoss:
+    """The atoms' losses rounded UP to ``mesh Z``, P-masses kept, each cell's Q-mass ``P e^{-loss}``.
+
+    That Q-mass is at most the exact one; the rest goes to -inf. The curve ``P[inf] + E_P[(1 -
+    e^{eps - L})_+]`` only grows, for every real eps, so the rounded pair dominates the exact one
+    in this direction (the pessimistic rounding of Meiser, Mohammadi 2018; at most ``mesh`` in eps).
+    """
+    finite = np.isfinite(loss) & (prim > 0)
+    neg_inf = neg_inf_mass + float(sec[~finite].sum())
+    cell = np.ceil(loss[finite] / mesh).astype(np.int64)
+    lo = int(cell.min())
+    p_cells = np.bincount(cell - lo, weights=prim[finite])
+    q_exact = np.bincount(cell - lo, weights=sec[finite])
+    locations = (lo + np.arange(p_cells.size)) * mesh
+    keep = p_cells > 0
+    q_cells = np.minimum(p_cells * np.exp(-locations), q_exact)[keep]
+    neg_inf += float(q_exact.sum() - q_cells.sum())
+    return DiscreteLoss(locations[keep], p_cells[keep], q_cells, inf_mass=inf_mass, neg_inf_mass=neg_inf)
+
+
+def split_losses(first: DiscreteLoss, second: DiscreteLoss, rate: float, mesh: float) -> DirectedLosses:
+    """Losses of the pair ``(r P1 x Q2 + (1-r) Q1 x P2, Q1 x Q2)`` (r = ``rate``) and of its swap.
+
+    Pair i is ``(P_i, Q_i)`` (its loss ``first`` / ``second``). With likelihood ratios R1, R2,
+    independent under Q1 x Q2, the loss is ``log(r R1 + (1-r) R2)``; P-masses at +inf combine to
+    ``r P1[inf] + (1-r) P2[inf]``. Each direction is then rounded up to ``mesh`` on its own (see
+    :func:`_rounded_up`: rounding one direction's losses up is the other's rounded down).
+    """
+    r = float(rate)
+    lr, l1r = math.log(r), math.log1p(-r)
+    # states of each side: its atoms, then the atom at -inf (P-mass 0); +inf is carried apart
+    loc1 = np.append(first.locations, -np.inf)
+    p1, q1 = np.append(first.primary, 0.0), np.append(first.secondary, first.neg_inf_mass)
+    loc2 = np.append(second.locations, -np.inf)
+    p2, q2 = np.append(second.primary, 0.0), np.append(second.secondary, second.neg_inf_mass)
+    loss = np.logaddexp.outer(lr + loc1, l1r + loc2).ravel()
+    prim = (r * np.outer(p1, q2) + (1 - r) * np.outer(q1, p2)).ravel()
+    sec = np.outer(q1, q2).ravel()
+    inf_mass = r * first.inf_mass + (1 - r) * second.inf_mass
+    remove = _rounded_up(loss, prim, sec, inf_mass, 0.0, mesh)
+    with np.errstate(invalid="ignore"):
+        add = _rounded_up(-loss, sec, prim, 0.0, inf_mass, mesh)
+    return DirectedLosses(remove, add)
+
+
+@dataclass(frozen=True, eq=False)
+class PoissonSplit(Mechanism):
+    """Each record joins the data of ``first`` with probability ``rate``, otherwise that of ``second``.
+
+    The split is drawn once, independently of the data; ``second`` may depend on ``first``'s
+    output (e.g. tune on a subsample, then train the final model on the complement, Koskela,
+    Kulkarni 2023). Under add/remove neighbours the added record changes exactly one part, so
+    with dominating pairs (P1, Q1), (P2, Q2) of the two parts (built from their profiles as in
+    :class:`ProfileMechanism`) the pair ``(r P1 x Q2 + (1-r) Q1 x P2, Q1 x Q2)`` dominates the
+    remove direction and its swap the add direction: if ``(A1, B1)`` and every ``(A2^t, B2^t)``
+    are post-processings of the pairs by Markov kernels K1 and K2^t (Blackwell), then the kernel
+    "t ~ K1, then K2^t" maps the mixture pair to the mechanism's output pair for a fixed split
+    of the other records, and joint convexity of the hockey-stick divergence covers the average
+    over those splits. Losses are rounded up to ``mesh`` (see :func:`split_losses`).
+    """
+
+    first: PrivacyProfile
+    second: PrivacyProfile
+    rate: float
+    points: int = 600
+    mesh: float = 1e-3
+    losses: DirectedLosses = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("first", "second"):
+            if not isinstance(getattr(self, name), PrivacyProfile):
+                raise TypeError(f"{name} must be a PrivacyProfile, got {type(getattr(self, name)).__name__}")
+        rate = check.open_unit("rate", self.rate)
+        object.__setattr__(self, "rate", rate)
+        object.__setattr__(self, "mesh", check.positive("mesh", self.mesh))
+        first, second = (ProfileMechanism(p, points=self.points).losses.remove for p in (self.first, self.second))
+        object.__setattr__(self, "losses", split_losses(first, second, rate, self.mesh))
+
+    @property
+    def is_symmetric(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        labels = [p.description or p.method for p in (self.first, self.second)]
+        return f"PoissonSplit({labels[0]!r}, {labels[1]!r}, rate={self.rate:g})"
+
+
+@privacy_losses.register
+def _(mechanism: PoissonSplit) -> DirectedLosses:
+    return mechanism.losses

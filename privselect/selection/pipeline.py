@@ -11,7 +11,8 @@ dots), which then composes and subsamples like any other:
   of rate r, drawn once and independently of the data, then the final run on the full data:
   ``compose(ProfileMechanism(selection).poisson_subsample(r), final)`` (Zhu, Dong, Wang 2022,
   Thm 11(1) applied to the whole selection, whose add/remove profile on the subsample is
-  ``selection``).
+  ``selection``); or the final run on the complement of the subsample (Koskela and Kulkarni's
+  second variant): ``PoissonSplit(selection, profile(final), r)``, each record in exactly one part.
 
 The RDP route, kept as an alternative and reported: the Papernot-Steinke selection RDP (KRW Thm
 5.1 / 5.6), amplified by Poisson subsampling with the general bound of Zhu, Wang (2019, Thm 6)
@@ -29,7 +30,7 @@ from scipy import special
 
 from .. import _validation as check
 from ..accounting import privacy_profile, rdp
-from ..accounting.dominating import ProfileMechanism
+from ..accounting.dominating import PoissonSplit, ProfileMechanism
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
 from ..mechanisms import Mechanism, compose
 from .bounds import selection_profile
@@ -40,6 +41,8 @@ from .rdp_bounds import selection_rdp_curve, supports_rdp_selection
 __all__ = ["pipeline_mechanism", "pipeline_profile", "pipeline_rdp_epsilon", "certify_pipeline",
            "poisson_subsampled_rdp"]
 
+#: Where the final run trains: on the full data, or on the records outside the tuning subsample.
+FINAL_DATA = ("full", "complement")
 #: Integer Renyi orders for the RDP route (Zhu-Wang's bound needs integers >= 2).
 PIPELINE_ORDERS = np.arange(2, 257, dtype=float)
 
@@ -55,10 +58,25 @@ def _final(final: object) -> Mechanism | None:
     return final
 
 
-def pipeline_mechanism(selection: PrivacyProfile, *, final: Mechanism | None = None,
-                       tuning_rate: float = 1.0) -> Mechanism:
-    """The pipeline as a mechanism: the selection (subsampled at ``tuning_rate``), then ``final``."""
+def _final_data(final_data: object, rate: float, final: Mechanism | None) -> str:
+    if final_data not in FINAL_DATA:
+        raise ValueError(f"final_data must be one of {FINAL_DATA}, got {final_data!r}")
+    if final_data == "complement" and (final is None or rate == 1.0):
+        raise ValueError("final_data='complement' needs a final run and tuning_rate < 1 (the final run sees the "
+                         "records outside the tuning subsample)")
+    return final_data
+
+
+def pipeline_mechanism(selection: PrivacyProfile, *, final: Mechanism | None = None, tuning_rate: float = 1.0,
+                       final_data: str = "full") -> Mechanism:
+    """The pipeline as a mechanism: the selection (subsampled at ``tuning_rate``), then ``final``.
+
+    ``final_data="complement"``: the final run sees only the records outside the tuning subsample
+    (:class:`~privselect.accounting.dominating.PoissonSplit`).
+    """
     rate, final = _rate(tuning_rate), _final(final)
+    if _final_data(final_data, rate, final) == "complement":
+        return PoissonSplit(selection, privacy_profile(final), rate)
     tuning: Mechanism = ProfileMechanism(selection)
     if rate < 1:
         tuning = tuning.poisson_subsample(rate)
@@ -66,12 +84,13 @@ def pipeline_mechanism(selection: PrivacyProfile, *, final: Mechanism | None = N
 
 
 def pipeline_profile(base: Mechanism | PrivacyProfile, k: KDistribution, *, final: Mechanism | None = None,
-                     tuning_rate: float = 1.0, **accountant_options: Any) -> PrivacyProfile:
+                     tuning_rate: float = 1.0, final_data: str = "full", **accountant_options: Any) -> PrivacyProfile:
     """Privacy profile of the pipeline; with no final run and ``tuning_rate=1`` the selection profile itself."""
     selection = selection_profile(base, k, **accountant_options)
     if final is None and _rate(tuning_rate) == 1.0:
         return selection
-    return privacy_profile(pipeline_mechanism(selection, final=final, tuning_rate=tuning_rate))
+    return privacy_profile(pipeline_mechanism(selection, final=final, tuning_rate=tuning_rate,
+                                              final_data=final_data))
 
 
 def poisson_subsampled_rdp(rdp_curve: np.ndarray, orders: np.ndarray, rate: float) -> np.ndarray:
@@ -119,29 +138,34 @@ def pipeline_rdp_epsilon(base: Mechanism, k: KDistribution, delta: float, *, fin
 
 
 def certify_pipeline(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
-                     final: Mechanism | None = None, tuning_rate: float = 1.0,
+                     final: Mechanism | None = None, tuning_rate: float = 1.0, final_data: str = "full",
                      **accountant_options: Any) -> Certificate:
     """Certify a tuning pipeline at ``delta``: the smaller epsilon of the profile and RDP routes.
 
     ``base`` describes one candidate run (on the tuning subsample when ``tuning_rate < 1``);
-    ``final`` the final training run on the full data (None: no final run).
+    ``final`` the final training run (None: no final run), on the full data or, with
+    ``final_data="complement"``, on the records outside the tuning subsample (profile route only).
     """
     if not isinstance(k, KDistribution):
         raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(k).__name__}")
     delta = check.delta_scalar("delta", delta)
     rate, final = _rate(tuning_rate), _final(final)
+    final_data = _final_data(final_data, rate, final)
     mechanism = base.mechanism if isinstance(base, PrivacyProfile) else base
     results: dict[str, float] = {}
     notes: list[str] = []
     budget = ErrorBudget()
     accountant = "rdp"
     try:
-        profile = pipeline_profile(base, k, final=final, tuning_rate=rate, **accountant_options)
+        profile = pipeline_profile(base, k, final=final, tuning_rate=rate, final_data=final_data,
+                                   **accountant_options)
         results["profile"] = float(profile.epsilon(delta))
         budget, accountant = profile.error_budget, profile.method
     except CertificationError as exc:
         notes.append(f"profile: {exc}")
-    if isinstance(mechanism, Mechanism) and supports_rdp_selection(mechanism, k) is None \
+    if final_data == "complement":
+        notes.append("rdp: no RDP route for a final run on the complement of the tuning subsample")
+    elif isinstance(mechanism, Mechanism) and supports_rdp_selection(mechanism, k) is None \
             and (final is None or rdp.supports_rdp(final)):
         results["rdp"] = pipeline_rdp_epsilon(mechanism, k, delta, final=final, tuning_rate=rate)
     else:
@@ -151,10 +175,15 @@ def certify_pipeline(base: Mechanism | PrivacyProfile, k: KDistribution, delta: 
         raise ValueError(f"no route certifies this pipeline at delta={delta:g}: {notes or results}")
     best = min(finite, key=finite.__getitem__)
     steps = ["best of K runs"] + ([f"on a Poisson subsample of rate {rate:g}"] if rate < 1 else []) \
-        + ([f"then the final run {final!r}"] if final is not None else [])
-    bound = ("KRW 2024 selection profile as a dominating pair (connect the dots), subsampled (Zhu-Dong-Wang "
-             "2022 Thm 11) and composed" if best == "profile" else
-             "Papernot-Steinke 2022 selection RDP, Zhu-Wang 2019 Thm 6 subsampling, RDP composition")
+        + ([f"then the final run {final!r} on the {final_data} data"] if final is not None else [])
+    if best == "rdp":
+        bound = "Papernot-Steinke 2022 selection RDP, Zhu-Wang 2019 Thm 6 subsampling, RDP composition"
+    elif final_data == "complement":
+        bound = ("KRW 2024 selection profile as a dominating pair (connect the dots), records split between "
+                 "the tuning subsample and the final run (mixture pair, PoissonSplit)")
+    else:
+        bound = ("KRW 2024 selection profile as a dominating pair (connect the dots), subsampled (Zhu-Dong-Wang "
+                 "2022 Thm 11) and composed")
     return Certificate(epsilon=finite[best], delta=delta, method=best, bound=bound, alternatives=results, k=k,
                        base=repr(mechanism), accountant=accountant if best == "profile" else "rdp",
                        error_budget=budget if best == "profile" else ErrorBudget(),

@@ -94,3 +94,13 @@ def test_errors_have_one_home_and_keep_their_old_import_paths():
         CertificationError, UnsupportedMechanismError, PrivateStudyError)
     assert privselect.CertificationError is CertificationError
     assert issubclass(CertificationError, ValueError) and issubclass(PrivateStudyError, RuntimeError)
+
+
+def test_distribution_ships_the_library_only():
+    """The packages setuptools installs (pyproject's find rule) are privselect's: no tests, experiments, benchmarks."""
+    tomllib = pytest.importorskip("tomllib")
+    setuptools = pytest.importorskip("setuptools")
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    packages = setuptools.find_packages(where=str(REPO_ROOT), include=config["include"])
+    assert "privselect" in packages and "privselect.accounting" in packages
+    assert all(p == "privselect" or p.startswith("privselect.") for p in packages), packages

@@ -102,6 +102,8 @@ class PrivateRegressorSelection(PrivateLinearRegressor):
         sensitivity).
     n_max : optional public bound on the number of records (OPS-PTR's default ridge).
 
+    Notes
+    -----
     Fitted: ``coef_``, ``best_params_`` (the winning candidate), ``run_budget_``,
     ``run_privacy_`` (one run's mechanism description), ``certificate_``. The winner was fitted
     on the training part only; refitting it on all data would be another release.

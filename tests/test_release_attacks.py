@@ -1,0 +1,402 @@
+"""Attacks on what leaves the tuner, run against the real PrivateTuner and PrivateStudy (issue 13).
+
+(a) noise recovery: privselect 0.1 released the run's Generator inside the model; PCG64 steps
+    backwards, so the run's starting state is recovered and retraining on D reproduces the
+    released weights exactly (membership). The attack is reproduced on a model that keeps its
+    generator (positive control), then shown to fail on what the tuner and the study release.
+(b) label set: the released model's shape and classes_ do not depend on a lone record's class.
+(c) channels: warnings, stdout, stderr and logging carry no trainer text and no per-run lines.
+(d) leaky output: a user trainer that keeps its generator is refused (or stripped), naming the path.
+"""
+
+import io
+import logging
+import pickle
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import privselect as ps
+from privselect.apps.dpsgd import DPSGDClassifier, dpsgd_steps, make_dpsgd_trainer
+from privselect.integrations.optuna import PrivateStudy
+from privselect.space import Choice, LogUniform
+from privselect.tuning import AllRunsFailedError, PrivateTuner, RandomnessLeakError
+
+NOISE, RATE, EPOCHS = 1.0, 0.1, 2
+CLASSES = tuple(range(10))
+SPACE = {"learning_rate": LogUniform(0.1, 2.0), "clip_norm": LogUniform(0.5, 2.0), "epochs": Choice([1, EPOCHS])}
+PRIVACY = ps.Gaussian(NOISE).poisson_subsample(RATE).compose(dpsgd_steps(EPOCHS, RATE))
+SCORE_NOISE = ps.Laplace(2.0)
+K = ps.Geometric(mean=3)
+DELTA = 1e-5
+MARK = "TRAINER-TEXT-"
+
+
+@pytest.fixture(scope="module")
+def digits():
+    """Digits with a lone record of class 9 (D) and without it (D minus one)."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0 - 0.5
+    order = np.random.default_rng(1).permutation(len(y))
+    X, y = X[order], y[order]
+    keep = np.flatnonzero(y != 9)[:300]
+    lone = np.flatnonzero(y == 9)[:1]
+    train = np.concatenate([keep[:200], lone])
+    val = keep[200:]
+    D = (X[train], y[train], X[val], y[val])
+    D_minus = (X[train[:-1]], y[train[:-1]], X[val], y[val])
+    return D, D_minus
+
+
+def tuner(train=None, **kwargs):
+    train = train or make_dpsgd_trainer(NOISE, RATE, classes=CLASSES)
+    kwargs.setdefault("seed", 5)
+    return PrivateTuner(train, SPACE, PRIVACY, K, DELTA, score_noise=SCORE_NOISE, **kwargs)
+
+
+def documented_objective(data):
+    """The objective of docs/optuna.md and examples/optuna_dpsgd.py, on ``data``."""
+    X_train, y_train, X_val, y_val = data
+
+    def objective(trial):
+        model = DPSGDClassifier(
+            learning_rate=trial.suggest_float("learning_rate", 0.1, 2.0, log=True),
+            clip_norm=trial.suggest_float("clip_norm", 0.5, 2.0, log=True),
+            epochs=trial.suggest_categorical("epochs", [1, EPOCHS]),
+            noise_multiplier=NOISE, sampling_rate=RATE, classes=CLASSES,
+        ).fit(X_train, y_train, rng=trial.rng)
+        return float(np.sum(model.predict(X_val) == y_val)), model
+
+    return objective
+
+
+def study(**kwargs):
+    kwargs.setdefault("seed", 5)
+    return PrivateStudy(PRIVACY, K, DELTA, score_noise=SCORE_NOISE, **kwargs)
+
+
+# -- (a) noise recovery ---------------------------------------------------------------------
+
+
+def leaked_generators(released) -> list[np.random.Generator]:
+    """What an attacker finds by unpickling the release and reading its attributes."""
+    found, stack, seen = [], [pickle.loads(pickle.dumps(released))], set()
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, np.random.Generator):
+            found.append(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            stack.extend(obj)
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            stack.extend(vars(obj).values())
+    return found
+
+
+def membership_attack(model: DPSGDClassifier, D, D_minus, max_extra: int = 400):
+    """Rewind the leaked PCG64 to the run's start; retrain on D and on D minus one record.
+
+    Returns (max |coef - retrain on D|, max |coef - retrain on D minus one|), or None when the
+    release holds no generator to rewind.
+    """
+    generators = leaked_generators(model)
+    if not generators:
+        return None
+    end = generators[0].bit_generator.state
+    X, y = D[0], D[1]
+    params = {name: getattr(model, name) for name in ("learning_rate", "clip_norm", "epochs", "noise_multiplier",
+                                                      "sampling_rate")}
+    steps = dpsgd_steps(model.epochs, model.sampling_rate)
+    base = steps * (len(y) + model.coef_.size)  # one raw draw per uniform and per normal, plus ziggurat rejections
+    for extra in range(max_extra):
+        bits = np.random.PCG64()
+        bits.state = end
+        bits.advance(-(base + extra))
+        start = bits.state
+        replay = DPSGDClassifier(**params, classes=CLASSES).fit(X, y, rng=np.random.Generator(bits))
+        if bits.state == end and np.array_equal(replay.coef_, model.coef_):
+            again = np.random.PCG64()
+            again.state = start
+            other = DPSGDClassifier(**params, classes=CLASSES).fit(D_minus[0], D_minus[1],
+                                                                  rng=np.random.Generator(again))
+            return float(np.max(np.abs(replay.coef_ - model.coef_))), float(np.max(np.abs(other.coef_ - model.coef_)))
+    raise AssertionError("a leaked generator was found but the start state was not")
+
+
+def version_01_trainer(params, data, rng):
+    """privselect 0.1's documented trainer: the model kept the run's live generator."""
+    X_train, y_train, X_val, y_val = data
+    model = DPSGDClassifier(noise_multiplier=NOISE, sampling_rate=RATE, classes=CLASSES, **params)
+    model.fit(X_train, y_train, rng=rng)
+    model.random_state = rng  # what 0.1's estimator kept after fit
+    return float(np.sum(model.predict(X_val) == y_val)), model
+
+
+def test_positive_control_the_attack_works_on_a_model_that_keeps_its_generator(digits):
+    D, D_minus = digits
+    rng = np.random.default_rng(123)
+    _, model = version_01_trainer({"learning_rate": 0.5, "clip_norm": 1.0, "epochs": EPOCHS}, D, rng)
+    on_D, on_D_minus = membership_attack(model, D, D_minus)
+    assert on_D == 0.0  # retraining on D with the recovered state reproduces the release exactly
+    assert on_D_minus > 1e-3  # ... and D minus one record does not: membership is decided
+
+
+def _assert_no_randomness(result):
+    blob = pickle.dumps(result)
+    for marker in (b"PCG64", b"BitGenerator", b"_generator_ctor", b"SeedSequence", b"MT19937"):
+        assert marker not in blob
+    assert leaked_generators(result) == []
+    assert result.best_output.random_state is None
+
+
+def test_tuner_release_holds_no_randomness_and_the_attack_fails(digits):
+    D, D_minus = digits
+    result = tuner().run(D)
+    _assert_no_randomness(result)
+    assert membership_attack(result.best_output, D, D_minus) is None
+
+
+def test_study_release_holds_no_randomness_and_the_attack_fails(digits):
+    D, D_minus = digits
+    result = study().optimize(documented_objective(D))
+    _assert_no_randomness(result)
+    assert membership_attack(result.best_output, D, D_minus) is None
+
+
+def test_version_01_trainer_is_refused_or_stripped_by_the_tuner(digits):
+    D, D_minus = digits
+    with pytest.raises(RandomnessLeakError, match=r"output\.random_state"):
+        tuner(version_01_trainer).run(D)
+    stripped = tuner(version_01_trainer, release="strip").run(D)
+    _assert_no_randomness(stripped)
+    assert membership_attack(stripped.best_output, D, D_minus) is None
+
+
+def test_an_estimator_built_with_a_generator_drops_it_after_fit(digits):
+    D, _ = digits
+    model = DPSGDClassifier(classes=CLASSES, random_state=np.random.default_rng(0)).fit(D[0], D[1])
+    assert model.random_state is None and leaked_generators(model) == []
+
+
+# -- (b) label set --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("front_end", ["tuner", "study"])
+def test_label_set_does_not_depend_on_a_lone_record(digits, front_end):
+    D, D_minus = digits
+    assert 9 in D[1] and 9 not in D_minus[1]
+    if front_end == "tuner":
+        with_lone, without = tuner().run(D), tuner().run(D_minus)
+    else:
+        with_lone, without = study().optimize(documented_objective(D)), study().optimize(documented_objective(D_minus))
+    assert with_lone.best_output.coef_.shape == without.best_output.coef_.shape == (65, 10)
+    assert np.array_equal(with_lone.best_output.classes_, without.best_output.classes_)
+    assert list(with_lone.best_output.classes_) == list(CLASSES)
+
+
+def test_labels_read_from_the_data_differ_and_are_refused(digits):
+    D, D_minus = digits
+    leaky = [DPSGDClassifier().fit(d[0], d[1], rng=np.random.default_rng(0)) for d in (D, D_minus)]
+    assert leaky[0].coef_.shape == (65, 10) and leaky[1].coef_.shape == (65, 9)  # the 0.1 behaviour (positive control)
+
+    def trainer(params, data, rng):
+        return 1.0, DPSGDClassifier(**params).fit(data[0], data[1], rng=rng)
+
+    with pytest.raises(RandomnessLeakError, match="classes_ was read from the private labels"):
+        tuner(trainer).run(D)
+
+
+def test_a_label_outside_classes_is_ignored_without_an_error(digits):
+    D, _ = digits
+    y = D[1].copy()
+    y[0] = 42  # not in classes
+    model = DPSGDClassifier(classes=CLASSES).fit(D[0], y, rng=np.random.default_rng(0))
+    assert model.coef_.shape == (65, 10) and set(model.predict(D[0])) <= set(CLASSES)
+
+
+# -- (c) channels ---------------------------------------------------------------------------
+
+
+def chatty(train):
+    """Wrap a trainer so that every run writes its own text to every channel."""
+
+    def run(params, data, rng):
+        tag = f"{MARK}{params['learning_rate']:.12f}"
+        warnings.warn(f"user warning {tag}")
+        warnings.warn(ConvergenceWarning(f"convergence {tag}"))
+        print(f"stdout {tag}")
+        print(f"stderr {tag}", file=sys.stderr)
+        for level in (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL):
+            logging.getLogger("user.trainer").log(level, "named %s", tag)
+            logging.log(level, "root %s", tag)
+        logging.getLogger("privselect.tuning").warning("impersonating %s", tag)
+        return train(params, data, rng)
+
+    return run
+
+
+class Counting:
+    def __init__(self, train):
+        self.train, self.calls = train, 0
+
+    def __call__(self, params, data, rng):
+        self.calls += 1
+        return self.train(params, data, rng)
+
+
+def _channels(capfd, caplog, action):
+    caplog.clear()
+    caplog.set_level(logging.DEBUG)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        action()
+    out, err = capfd.readouterr()
+    records = [(r.name, r.getMessage()) for r in caplog.records]
+    texts = [out, err, *(m for _, m in records), *(str(w.message) for w in caught)]
+    assert not any(MARK in text for text in texts), texts
+    assert out == "" and err == "" and caught == []
+    return records
+
+
+def test_channels_carry_no_trainer_text_and_no_per_run_lines(digits, capfd, caplog):
+    D, _ = digits
+    counts, records = [], []
+    for seed in (1, 4):  # two seeds with different K
+        trainer = Counting(chatty(make_dpsgd_trainer(NOISE, RATE, classes=CLASSES)))
+        records.append(_channels(capfd, caplog, lambda: tuner(trainer, seed=seed).run(D)))
+        counts.append(trainer.calls)
+    assert counts[0] != counts[1]  # K differed ...
+    # ... and the log lines did not: none per run (the accountant's DEBUG lines carry timings, so count them)
+    assert len(records[0]) == len(records[1])
+    engine = [[m for name, m in r if name.startswith("privselect.tuning")] for r in records]
+    assert engine[0] == engine[1] and len(engine[0]) == 3
+
+
+def test_channels_study_and_process_backend(digits, capfd, caplog):
+    D, _ = digits
+    objective = documented_objective(D)
+
+    def chatty_objective(trial):
+        value = chatty(lambda params, data, rng: objective(trial))({"learning_rate": trial.number / 7}, None, None)
+        return value
+
+    _channels(capfd, caplog, lambda: study().optimize(chatty_objective))
+    train = chatty(make_dpsgd_trainer(NOISE, RATE, classes=CLASSES))
+    _channels(capfd, caplog, lambda: tuner(train, n_jobs=2, backend="loky").run(D))
+
+
+# -- (d) leaky output -------------------------------------------------------------------------
+
+
+def test_user_trainer_that_keeps_its_generator_is_refused_naming_the_path(digits):
+    D, _ = digits
+    base = make_dpsgd_trainer(NOISE, RATE, classes=CLASSES)
+
+    def keeps_rng(params, data, rng):
+        score, model = base(params, data, rng)
+        return score, {"model": model, "extras": [1, {"noise": rng}]}
+
+    with pytest.raises(RandomnessLeakError, match=r"output\['extras'\]\[1\]\['noise'\]: numpy.random._generator.Generator"):
+        tuner(keeps_rng).run(D)
+    stripped = tuner(keeps_rng, release="strip").run(D)
+    assert stripped.best_output["extras"][1]["noise"] is None and leaked_generators(stripped) == []
+
+    def keeps_bit_generator(params, data, rng):
+        score, model = base(params, data, rng)
+        model.bits_ = rng.bit_generator
+        return score, model
+
+    with pytest.raises(RandomnessLeakError, match=r"output\.bits_: numpy.random._pcg64.PCG64"):
+        tuner(keeps_bit_generator).run(D)
+
+
+def test_study_refuses_a_generator_in_user_attrs(digits):
+    objective = documented_objective(digits[0])
+
+    def keeps_rng(trial):
+        trial.set_user_attr("rng", trial.rng)
+        return objective(trial)
+
+    with pytest.raises(RandomnessLeakError, match=r"details\[1\]\['rng'\]"):
+        study().optimize(keeps_rng)
+
+
+def test_an_integer_seed_in_a_released_estimator_is_refused(digits):
+    base = make_dpsgd_trainer(NOISE, RATE, classes=CLASSES)
+
+    def keeps_seed(params, data, rng):
+        score, model = base(params, data, rng)
+        model.random_state = 1234
+        return score, model
+
+    with pytest.raises(RandomnessLeakError, match=r"output\.random_state: an estimator seed"):
+        tuner(keeps_seed).run(digits[0])
+
+
+# -- failures ---------------------------------------------------------------------------------
+
+
+def test_dry_run_surfaces_a_name_error_on_both_front_ends(digits):
+    def typo(params, data, rng):
+        return undefined_name, None  # noqa: F821
+
+    with pytest.raises(NameError, match="undefined_name"):
+        tuner(typo).dry_run(digits[0])
+
+    def typo_objective(trial):
+        trial.suggest_float("x", 0, 1)
+        return undefined_name  # noqa: F821
+
+    with pytest.raises(NameError, match="undefined_name"):
+        study().dry_run(typo_objective)
+    # the real trainer passes its dry run on public-shaped synthetic data
+    rng = np.random.default_rng(0)
+    synthetic = (rng.uniform(-0.5, 0.5, (50, 64)), rng.integers(0, 10, 50), rng.uniform(-0.5, 0.5, (20, 64)),
+                 rng.integers(0, 10, 20))
+    assert tuner().dry_run(synthetic).best_output.coef_.shape == (65, 10)
+
+
+def test_every_run_failing_raises_on_both_front_ends(digits):
+    def fails(params, data, rng):
+        raise RuntimeError(f"{MARK}secret {data[1][:5]}")
+
+    with pytest.raises(AllRunsFailedError) as info:
+        tuner(fails).run(digits[0])
+    assert MARK not in str(info.value) and info.value.__context__ is None
+
+    def fails_objective(trial):
+        raise RuntimeError(f"{MARK}secret")
+
+    with pytest.raises(AllRunsFailedError) as info:
+        study().optimize(fails_objective)
+    assert MARK not in str(info.value)
+
+
+# -- one engine -------------------------------------------------------------------------------
+
+
+def test_tuner_and_study_give_the_same_winner_and_certificate(digits):
+    D, _ = digits
+    train = make_dpsgd_trainer(NOISE, RATE, classes=CLASSES)
+
+    def objective(trial):
+        params = {"learning_rate": trial.suggest_float("learning_rate", 0.1, 2.0, log=True),
+                  "clip_norm": trial.suggest_float("clip_norm", 0.5, 2.0, log=True),
+                  "epochs": trial.suggest_categorical("epochs", [1, EPOCHS])}
+        return train(params, D, trial.rng)
+
+    for seed in (3, 8):
+        a = tuner(seed=seed).run(D)
+        b = study(seed=seed).optimize(objective)
+        assert a.best_params == b.best_params and a.best_score == b.best_value
+        assert np.array_equal(a.best_output.coef_, b.best_output.coef_)
+        assert a.certificate == b.certificate

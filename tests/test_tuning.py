@@ -299,3 +299,91 @@ def test_callable_search_space():
     t = PrivateTuner(score_by_x, lambda rng: {"x": float(rng.uniform())}, BASE, ps.Geometric(mean=5), 1e-6, seed=1,
                      accountant="exact")
     assert 0 <= t.run(None).best_params["x"] <= 1
+
+
+# -- hyperparameter-dependent privacy: the mixture-profile certificate --------------------------
+
+
+def _gaussian_delta_by_hand(eps, sigma):
+    """Balle-Wang 2018 Thm 8: delta(eps) of the Gaussian mechanism with mu = 1/sigma (scipy only)."""
+    mu = 1.0 / sigma
+    return stats.norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
+
+
+def _noise_tuner(grid, k=None, **kwargs):
+    return PrivateTuner(score_by_x, {"x": Uniform(0.0, 1.0), "sigma": Choice(grid)},
+                        lambda p: ps.Gaussian(p["sigma"]), k or ps.Geometric(mean=10), 1e-6, accountant="exact",
+                        **kwargs)
+
+
+def test_mixture_certificate_lies_between_the_most_and_least_private_candidates():
+    grid = [1.5, 2.0, 3.0, 5.0]
+    cert = _noise_tuner(grid).certificate
+    most = ps.certify(ps.Gaussian(max(grid)), ps.Geometric(mean=10), 1e-6, accountant="exact").epsilon
+    least = ps.certify(ps.Gaussian(min(grid)), ps.Geometric(mean=10), 1e-6, accountant="exact").epsilon
+    assert most < cert.alternatives["mixture-profile"] < least
+    assert most < cert.epsilon <= cert.alternatives["mixture-profile"]
+    # a one-point grid is the fixed-privacy certificate
+    single = _noise_tuner([2.0]).certificate
+    assert single.alternatives["mixture-profile"] == pytest.approx(
+        ps.certify(ps.Gaussian(2.0), ps.Geometric(mean=10), 1e-6, accountant="exact").epsilon, rel=1e-12)
+
+
+def test_two_point_grid_matches_the_average_by_hand():
+    from scipy import optimize
+
+    from privselect.accounting.average import average_profile
+    from privselect.selection.bounds import selection_shift
+
+    profiles = [ps.privacy_profile(ps.Gaussian(s), method="exact") for s in (1.0, 4.0)]
+    averaged = average_profile(profiles, [0.5, 0.5])
+    eps = np.array([0.0, 0.3, 1.0, 2.5, 4.0])
+    by_hand = 0.5 * (_gaussian_delta_by_hand(eps, 1.0) + _gaussian_delta_by_hand(eps, 4.0))
+    np.testing.assert_allclose(averaged.delta(eps), by_hand, rtol=1e-9)
+    assert np.all(averaged.delta(eps) >= by_hand)  # the upper side never undershoots
+    # the certificate: KRW Thm 5.2 applied to the hand average (shift s, amplification E[K])
+    k = ps.Geometric(mean=10)
+    cert = _noise_tuner([1.0, 4.0], k=k).certificate
+    shift = selection_shift(averaged, k).shift
+    target = 1e-6 / k.mean
+    eps_hand = optimize.brentq(lambda e: 0.5 * (_gaussian_delta_by_hand(e, 1.0) + _gaussian_delta_by_hand(e, 4.0))
+                               - target, 0.0, 50.0, xtol=1e-13)
+    assert cert.alternatives["mixture-profile"] == pytest.approx(shift + eps_hand, rel=1e-8)
+
+
+def test_non_uniform_finite_laws_weight_by_the_sampling_law():
+    from privselect.tuning.space import privacy_law
+
+    law = privacy_law({"s": Choice([1.0, 1.0, 2.0]), "n": IntUniform(1, 2)}, lambda p: ps.Gaussian(p["s"]))
+    assert dict((m.noise_multiplier, w) for w, m in law.components) == pytest.approx({1.0: 2 / 3, 2.0: 1 / 3})
+
+
+# -- memory: constant in K -------------------------------------------------------------------------
+
+_MB = 10 * 2**20
+
+
+def _big_output(params, data, rng):
+    return params["x"], np.empty(_MB // 8)  # 10 MB, allocated (tracemalloc sees it), never touched
+
+
+def test_memory_is_constant_in_k_with_10mb_outputs():
+    import tracemalloc
+
+    calls = []
+
+    def train(params, data, rng):
+        calls.append(1)
+        return _big_output(params, data, rng)
+
+    t = PrivateTuner(train, {"x": Uniform(0.0, 1.0)}, BASE, ps.Binomial(1000, 1 - 1e-12), 1e-6, seed=0,
+                     accountant="exact")
+    t.certificate  # noqa: B018 - computed before measuring
+    tracemalloc.start()
+    try:
+        result = t.run(None)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(calls) == 1000 and result.best_output.nbytes == _MB
+    assert peak < 3.5 * _MB, f"peak {peak / _MB:.2f} outputs alive"  # the best, the current, and a little more

@@ -121,8 +121,11 @@ class PrivateTuner:
     seed : int or None
         A SECRET key: K, the candidates and every run's noise follow from it. Never publish it
         or reuse it on updated data; None (the default) draws fresh entropy.
-    n_jobs, backend : parallel execution (:mod:`privselect.tuning.backends`: "sequential",
-        "loky", "threading", "dask", "ray").
+    n_jobs : int
+        Number of parallel workers (1: sequential; -1: every core).
+    backend : str
+        Where the runs execute (:mod:`privselect.tuning.backends`): "sequential", "loky",
+        "threading", "dask" or "ray"; the result does not depend on it.
     progress : show a tqdm bar of runs done (off by default; it shows K to the operator).
     score_noise : ps.Gaussian or ps.Laplace, optional
         Noise the tuner adds to the trainer's raw score (noise scale = parameter x the

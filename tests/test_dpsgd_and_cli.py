@@ -45,3 +45,32 @@ def test_clipping_bounds_each_examples_influence():
 def test_bad_hyperparameters(param, value):
     with pytest.raises(ValueError, match=param):
         DPSGDClassifier(**{param: value}).fit(np.eye(4), [0, 1, 0, 1])
+
+
+def test_make_dpsgd_trainer_refuses_privacy_hyperparameters_in_the_space():
+    from privselect.apps.dpsgd import make_dpsgd_trainer
+    from privselect.space import Choice
+    from privselect.tuning import TrainerContractError
+
+    with pytest.raises(ValueError, match="classes"):
+        make_dpsgd_trainer(1.0, 0.1, classes=None)
+    train = make_dpsgd_trainer(1.0, 0.1, classes=range(10))
+    X, y = load_digits(return_X_y=True)
+    data = (X[:100] / 16, y[:100], X[100:150] / 16, y[100:150])
+    tuner = ps.PrivateTuner(train, {"noise_multiplier": Choice([0.5, 1.0])}, ps.Gaussian(1.0), ps.Geometric(mean=2),
+                            1e-5, seed=0)
+    with pytest.raises(TrainerContractError, match="noise_multiplier and sampling_rate set the privacy"):
+        tuner.run(data)
+
+
+def test_classes_fix_the_label_set_and_fit_does_not_store_the_generator():
+    X, y = load_digits(return_X_y=True)
+    X = X / 16 - 0.5
+    few = y < 3
+    model = DPSGDClassifier(classes=range(10), epochs=1).fit(X[few], y[few], rng=np.random.default_rng(0))
+    assert model.coef_.shape == (65, 10) and list(model.classes_) == list(range(10))
+    assert model.random_state is None and model.get_params()["classes"] == range(10)
+    with pytest.raises(ValueError, match="distinct"):
+        DPSGDClassifier(classes=[1, 1, 2]).fit(X[:20], y[:20])
+    with pytest.raises(TypeError, match="rng"):
+        DPSGDClassifier(classes=range(10)).fit(X[:20], y[:20], rng=3)

@@ -139,3 +139,96 @@ def test_optuna_dpsgd_example_runs_and_certifies_the_whole_study():
     assert expected.epsilon > ps.privacy_profile(one_trial).epsilon(1e-5)  # tuning costs privacy
     assert set(result.best_params) == {"learning_rate", "clip_norm", "epochs"}
     assert result.best_output.score(ns["X_test"], ns["y_test"]) > 0.5  # a real model (10 classes)
+
+
+# -- Optuna habits: pointed errors, or they work -------------------------------------------------
+
+
+def test_n_trials_and_timeout_are_refused_with_the_reason():
+    with pytest.raises(PrivateStudyError, match="number of trials is K"):
+        study().optimize(objective, n_trials=50)
+    with pytest.raises(PrivateStudyError, match="timeout is refused"):
+        study().optimize(objective, timeout=10)
+    with pytest.raises(PrivateStudyError, match="callbacks"):
+        study().optimize(objective, callbacks=[])
+
+
+def test_study_best_params_points_to_the_result():
+    s = study()
+    with pytest.raises(AttributeError, match=r"result = study.optimize\(objective\), then result.best_params"):
+        s.best_params  # noqa: B018
+    with pytest.raises(AttributeError, match="keeps no trials"):
+        s.trials  # noqa: B018
+
+
+def test_trial_number_counts_the_runs():
+    numbers = []
+
+    def numbered(trial):
+        numbers.append(trial.number)
+        return objective(trial)
+
+    from privselect.integrations.optuna import PrivateTrial
+
+    result = study(seed=2).optimize(numbered)
+    assert sorted(numbers) == list(range(len(numbers))) and len(numbers) > 1
+    assert result.best_trial.number == -1  # not released
+    assert isinstance(PrivateTrial(3, np.random.default_rng(0), np.random.default_rng(1)).number, int)
+
+
+def test_trial_pruned_is_handled_like_report():
+    def prunes(trial):
+        trial.suggest_float("x", 0, 1)
+        raise optuna.TrialPruned()
+
+    with pytest.raises(PrivateStudyError, match=r"raise optuna.TrialPruned\(\) was called: pruning is disabled"):
+        study().optimize(prunes)
+
+
+def test_study_direction_values_are_accepted():
+    maximise = study(direction=optuna.study.StudyDirection.MAXIMIZE).optimize(objective)
+    minimise = study(direction=optuna.study.StudyDirection.MINIMIZE).optimize(objective)
+    assert maximise.best_params == study(direction="maximize").optimize(objective).best_params
+    assert minimise.best_value <= maximise.best_value
+    with pytest.raises(ValueError, match="direction"):
+        study(direction=optuna.study.StudyDirection.NOT_SET)
+
+
+def test_objective_signature_and_return_are_checked():
+    from privselect.tuning import TrainerContractError
+
+    with pytest.raises(TrainerContractError, match="1 positional argument"):
+        study().optimize(lambda trial, data: 1.0)
+    with pytest.raises(TrainerContractError, match="3-tuple"):
+        study().optimize(lambda trial: (trial.suggest_float("x", 0, 1), None, None))
+
+
+def test_callable_privacy_in_a_study_needs_and_checks_its_space():
+    from privselect.space import Choice
+    from privselect.tuning import PrivateTuner, TrainerContractError
+
+    privacy = lambda p: ps.Gaussian(p["sigma"])  # noqa: E731
+    with pytest.raises(ValueError, match="privacy_space"):
+        PrivateStudy(privacy, K, 1e-6)
+    s = PrivateStudy(privacy, K, 1e-6, privacy_space={"sigma": Choice([2.0, 4.0])}, accountant="exact", seed=1)
+
+    def noisy(trial):
+        sigma = trial.suggest_categorical("sigma", [2.0, 4.0])
+        return -sigma + trial.rng.normal(), sigma
+
+    result = s.optimize(noisy)
+    tuner = PrivateTuner(lambda p, d, rng: (-p["sigma"] + rng.normal(), p["sigma"]), {"sigma": Choice([2.0, 4.0])},
+                         privacy, K, 1e-6, accountant="exact", seed=1)
+    assert s.certificate == tuner.certificate and s.certificate.method in ("mixture-profile", "cor62")
+    released = tuner.run(None)
+    assert (result.best_params, result.best_value) == (released.best_params, released.best_score)
+    with pytest.raises(TrainerContractError, match="privacy_space declares"):
+        s.optimize(lambda trial: trial.suggest_categorical("sigma", [2.0, 8.0]))
+    with pytest.raises(TrainerContractError, match="did not suggest"):
+        s.optimize(lambda trial: 1.0)
+
+
+def test_threading_backend_gives_the_sequential_winner():
+    a = study(seed=6).optimize(objective)
+    b = study(seed=6, n_jobs=2, backend="threading").optimize(objective)
+    assert (a.best_params, a.best_value) == (b.best_params, b.best_value)

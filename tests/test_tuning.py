@@ -387,3 +387,17 @@ def test_memory_is_constant_in_k_with_10mb_outputs():
         tracemalloc.stop()
     assert len(calls) == 1000 and result.best_output.nbytes == _MB
     assert peak < 3.5 * _MB, f"peak {peak / _MB:.2f} outputs alive"  # the best, the current, and a little more
+
+
+def test_trainer_signature_is_checked_before_any_run():
+    with pytest.raises(TrainerContractError, match=r"3 positional argument\(s\) \(params, data, rng\)"):
+        PrivateTuner(lambda params, data: 1.0, SPACE, BASE, ps.Geometric(mean=3), 1e-6)
+    PrivateTuner(lambda *args: args[0]["x"], SPACE, BASE, ps.Geometric(mean=3), 1e-6)  # *args binds
+
+
+def test_k_zero_still_returns_nothing_selected_and_progress_is_off_by_default(capsys):
+    t = tuner(k=ps.Poisson(1e-9), seed=0)
+    assert t.progress is False
+    result = t.run(None)
+    assert not result.selected and result.best_output is None
+    assert capsys.readouterr().err == ""

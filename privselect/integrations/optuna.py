@@ -222,7 +222,7 @@ class _ObjectiveTask:
     fatal: tuple[type[BaseException], ...] = (_Pruned, PrivateStudyError, TrainerContractError, CandidatePrivacyError)
 
     def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
-        trial = PrivateTrial(0, seeds.train_rng(), seeds.params_rng(), privacy_space=self.privacy_space)
+        trial = PrivateTrial(seeds.index, seeds.train_rng(), seeds.params_rng(), privacy_space=self.privacy_space)
         return _call_objective(self.objective, trial, self.privacy_space, self.candidate_check)
 
 
@@ -248,12 +248,10 @@ class _AdaptiveTask:
         self.objective, self.study = objective, study
         self.privacy_space, self.candidate_check = privacy_space, candidate_check
         self.current: Any = None
-        self.number = 0
 
     def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
         self.current = self.study.ask()
-        trial = PrivateTrial(self.number, seeds.train_rng(), None, self.current, self.privacy_space)
-        self.number += 1
+        trial = PrivateTrial(seeds.index, seeds.train_rng(), None, self.current, self.privacy_space)
         return _call_objective(self.objective, trial, self.privacy_space, self.candidate_check)
 
     def observe(self, index: int, score: float) -> None:

@@ -71,17 +71,18 @@ class TrainerContractError(TypeError):
 
 @dataclass(frozen=True)
 class RunSeeds:
-    """The three independent seeds of one run (candidate, training, score noise)."""
+    """The three independent seeds of one run (candidate, training, score noise), and its index."""
 
     params: np.random.SeedSequence
     train: np.random.SeedSequence
     noise: np.random.SeedSequence
+    index: int = 0
 
     @classmethod
     def of_run(cls, runs: np.random.SeedSequence, index: int) -> "RunSeeds":
         """Run ``index``'s seeds: the ``index``-th child of ``runs`` (as ``runs.spawn`` would give), split in three."""
         child = np.random.SeedSequence(runs.entropy, spawn_key=runs.spawn_key + (index,), pool_size=runs.pool_size)
-        return cls(*child.spawn(3))
+        return cls(*child.spawn(3), index=index)
 
     def params_rng(self) -> np.random.Generator:
         return np.random.Generator(np.random.PCG64(self.params))

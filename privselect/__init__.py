@@ -57,6 +57,7 @@ _PUBLIC: dict[str, str] = {
     # tuning
     "PrivateTuner": ".tuning",
     "TuningResult": ".tuning",
+    "FinalRun": ".tuning",
     "AllRunsFailedError": ".tuning",
     "RandomnessLeakError": ".tuning",
     "space": ".space",

@@ -6,9 +6,10 @@
 from .backends import BACKENDS, Backend, get_backend, register_backend
 from .engine import AllRunsFailedError, TrainerContractError
 from .guard import RandomnessLeakError
+from .pipeline import FinalRun, FinalRunFailedError
 from .privacy import CandidatePrivacyError
 from .tuner import PrivateTuner, TuningResult, score_and_output
 
 __all__ = ["PrivateTuner", "TuningResult", "BACKENDS", "Backend", "register_backend", "get_backend",
            "AllRunsFailedError", "TrainerContractError", "RandomnessLeakError", "CandidatePrivacyError",
-           "score_and_output"]
+           "score_and_output", "FinalRun", "FinalRunFailedError"]

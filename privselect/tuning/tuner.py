@@ -32,6 +32,7 @@ from ..selection.certificate import Certificate
 from ..selection.distributions import KDistribution
 from .backends import BACKENDS
 from .engine import (RunSeeds, SelectionPlan, TrainerContractError, dry_run, run_selection, split_return)
+from .pipeline import FinalRun, run_pipeline, split_records, tuning_rate_of
 from .privacy import CandidatePrivacyError, RunPrivacy
 from .space import SearchSpace, draw, validate_space
 
@@ -50,6 +51,7 @@ class TuningResult:
     selected: bool
     certificate: Certificate
     n_runs: int | None = None  # K, released only with reveal_k=True
+    final_output: Any = None  # the final run's model, when the tuner was given final=
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -134,6 +136,15 @@ class PrivateTuner:
         ε_Q of KRW Cor. 6.2 for callable privacy (searched when None and the space is finite).
     reveal_k : bool
         Release K as ``result.n_runs``; the certificate is then the K-mixture bound.
+    final : FinalRun, optional
+        Train the final model with the winner's hyperparameters and release it with the winner
+        (``result.final_output``); the certificate covers the selection and the final run
+        (docs/pipelines.md).
+    tuning_rate : float in (0, 1]
+        Run the candidates on one Poisson subsample of the records of this rate, drawn once and
+        independently of the data (Koskela, Kulkarni 2023); ``privacy`` is then that of one run on
+        the subsample. ``split(data, keep_mask) -> data`` takes the records (default: rows of an
+        array or of a tuple of arrays).
     release : "refuse" (default) or "strip"
         What the release guard does with randomness state in the winner.
     accountant : the accountant ``certify`` builds the base profile with; ``accountant_options``
@@ -144,7 +155,9 @@ class PrivateTuner:
                  delta: float, *, direction: str = "maximize", seed: int | None = None, n_jobs: int = 1,
                  backend: str = "loky", progress: bool = False, score_noise: Gaussian | Laplace | None = None,
                  base_epsilon: float | None = None, reveal_k: bool = False, release: str = "refuse",
-                 accountant: str = "prv", accountant_options: dict[str, Any] | None = None) -> None:
+                 accountant: str = "prv", accountant_options: dict[str, Any] | None = None,
+                 final: FinalRun | None = None, tuning_rate: float = 1.0,
+                 split: Callable[[Any, Any], Any] | None = None) -> None:
         if not callable(train):
             raise TypeError("train must be callable: train(params, data, rng) -> score or (score, output)")
         check_signature(train, ("params", "data", "rng"), "train")
@@ -164,6 +177,15 @@ class PrivateTuner:
         self.accountant = accountant
         self.accountant_options = dict(accountant_options or {})
         self._certificate: Certificate | None = None
+        self.final, self.tuning_rate = final, tuning_rate_of(tuning_rate)
+        self.split = split_records if split is None else split
+        if final is not None and not isinstance(final, FinalRun):
+            raise TypeError(f"final must be a privselect.FinalRun, got {type(final).__name__}")
+        if self.pipeline and (self.reveal_k or self.heterogeneous):
+            raise ValueError("final= and tuning_rate < 1 need privacy as a Mechanism or PrivacyProfile and K kept "
+                             "inside (reveal_k=False)")
+        if final is not None and final.data == "complement" and self.tuning_rate == 1.0:
+            raise ValueError("FinalRun(data='complement') needs tuning_rate < 1")
 
     def _plan(self) -> SelectionPlan:
         return SelectionPlan(self.k, self.seed, self.direction, self.backend, self.n_jobs, self.progress,
@@ -184,8 +206,21 @@ class PrivateTuner:
         return cor62_thresholds(self.base_epsilon, self.delta, self.k)
 
     @property
+    def pipeline(self) -> bool:
+        """True when the tuner runs a pipeline (a final run, or candidates on a subsample)."""
+        return self.final is not None or self.tuning_rate < 1
+
+    @property
     def certificate(self) -> Certificate:
         """The certificate of the whole procedure; depends on privacy, k and delta only (not on data)."""
+        if self._certificate is None and self.pipeline:
+            from ..selection.pipeline import certify_pipeline
+
+            final = self.final
+            self._certificate = certify_pipeline(
+                self._privacy.base, self.k, self.delta, final=None if final is None else final.privacy,
+                tuning_rate=self.tuning_rate, final_data="full" if final is None else final.data,
+                **self.accountant_options)
         if self._certificate is None:
             self._certificate = self._privacy.certificate(self.k, self.delta, reveal_k=self.reveal_k,
                                                           accountant=self.accountant,
@@ -194,8 +229,9 @@ class PrivateTuner:
 
     def calibrate(self, target_epsilon: float, family: Callable[[float], KDistribution] | None = None) -> "PrivateTuner":
         """Set K to the largest mean (same family unless ``family`` is given) meeting ``target_epsilon``."""
-        if self.heterogeneous or self.reveal_k:
-            raise ValueError("calibrate supports the selection certificate (fixed privacy per run, K not revealed)")
+        if self.heterogeneous or self.reveal_k or self.pipeline:
+            raise ValueError("calibrate supports the selection certificate (fixed privacy per run, K not revealed, "
+                             "no final run or subsample)")
         if family is None:
             family = _same_family(self.k)
         base = self._privacy.base
@@ -220,11 +256,16 @@ class PrivateTuner:
         holds randomness state (``release="refuse"``).
         """
         certificate = self.certificate  # data-independent; computed before anything runs
-        selected = run_selection(self._task(), data, self._plan())
+        if self.pipeline:
+            selected, final_output = run_pipeline(self._task(), data, self._plan(), final=self.final,
+                                                  tuning_rate=self.tuning_rate, split=self.split)
+        else:
+            selected, final_output = run_selection(self._task(), data, self._plan()), None
         revealed = selected.n_runs if self.reveal_k else None
         if not selected.selected:
             return TuningResult(None, None, None, False, certificate, revealed)
-        return TuningResult(selected.params, selected.score, selected.output, True, certificate, revealed)
+        return TuningResult(selected.params, selected.score, selected.output, True, certificate, revealed,
+                            final_output)
 
     def dry_run(self, public_or_synthetic_data: Any) -> TuningResult:
         """Run ONE candidate on public or synthetic data and re-raise whatever goes wrong.

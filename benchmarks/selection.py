@@ -20,15 +20,15 @@ SIGMA, RATE, STEPS, DELTA = 1.1, 256 / 60000, 14063, 1e-5
 def main() -> None:
     base = ps.Gaussian(SIGMA).poisson_subsample(RATE).compose(STEPS)
     profile, build_s = best_of(lambda: ps.privacy_profile(base), repeat=1)
-    cert, cert_s = best_of(lambda: ps.certify(profile, ps.Geometric(mean=10), DELTA, method="profile"), repeat=5)
+    cert, cert_s = best_of(lambda: ps.certify(profile, ps.Geometric(mean=10), DELTA, bound="profile"), repeat=5)
     means = np.geomspace(2, 300, 100)  # delta / m stays above the PRV floating-point floor
     sweep, sweep_s = best_of(
-        lambda: [ps.certify(profile, ps.Geometric(mean=m), DELTA, method="profile").epsilon for m in means], repeat=3)
+        lambda: [ps.certify(profile, ps.Geometric(mean=m), DELTA, bound="profile").epsilon for m in means], repeat=3)
     print(f"base: DP-SGD sigma={SIGMA}, q={RATE:.5g}, T={STEPS}; PRV profile built in {build_s:.3f} s")
     print(f"certify (profile, geometric mean 10) from the built profile: {1e3 * cert_s:.2f} ms "
           f"(target < 20 ms), eps = {cert.epsilon:.4f}")
     print(f"sweep of 100 means ({means[0]:g}..{means[-1]:g}): {sweep_s:.3f} s (target < 0.5 s); eps from {sweep[0]:.3f} to {sweep[-1]:.3f}")
-    rdp_cert, rdp_s = best_of(lambda: ps.certify(base, ps.Geometric(mean=10), DELTA, method="rdp"), repeat=3)
+    rdp_cert, rdp_s = best_of(lambda: ps.certify(base, ps.Geometric(mean=10), DELTA, bound="rdp"), repeat=3)
     try:
         import dp_accounting
         from dp_accounting.dp_event import RepeatAndSelectDpEvent

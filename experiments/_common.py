@@ -107,12 +107,12 @@ def accountant_profile(mechanism: ps.Mechanism, smallest_delta: float) -> Privac
     The profile's ``method`` says which accountant was used.
     """
     try:
-        prv = ps.privacy_profile(mechanism, method="prv", target_delta=min(1e-5, smallest_delta))
+        prv = ps.privacy_profile(mechanism, accountant="prv", target_delta=min(1e-5, smallest_delta))
         if prv.error_budget.min_delta <= 0.5 * smallest_delta:
             return prv
     except ValueError:  # e.g. the FFT grid would be too large
         pass
-    return ps.privacy_profile(mechanism, method="cf")
+    return ps.privacy_profile(mechanism, accountant="cf")
 
 
 class FunctionCurve(DirectionalCurve):
@@ -162,7 +162,7 @@ def rdp_selection_profile(mechanism: ps.Mechanism, k: ps.selection.KDistribution
 
 def profile_epsilon(profile: PrivacyProfile, k, delta: float) -> float:
     """Certified eps(delta) of the selection from a built base profile (KRW Thm 5.2 / 5.7 / Cor. 5.8)."""
-    return float(ps.certify(profile, k, delta, method="profile").epsilon)
+    return float(ps.certify(profile, k, delta, bound="profile").epsilon)
 
 
 def first_crossing(x: Iterable[float], diff: Iterable[float]) -> float:
@@ -210,7 +210,7 @@ def selection_vs_mean(base: ps.Mechanism, profile: PrivacyProfile, means: Sequen
     for m in means:
         for family, k in (("geometric", ps.Geometric(mean=m)), ("poisson", ps.Poisson(m))):
             out[f"{family}_profile"].append(profile_epsilon(profile, k, delta))
-            out[f"{family}_rdp"].append(float(ps.certify(base, k, delta, method="rdp").epsilon))
+            out[f"{family}_rdp"].append(float(ps.certify(base, k, delta, bound="rdp").epsilon))
     return {name: np.array(values) for name, values in out.items()}
 
 
@@ -234,8 +234,8 @@ def candidates_factor(profile: PrivacyProfile, base: ps.Mechanism, m_rdp: float,
     affords (``largest_mean``), and the ratio ("how many more candidates at equal eps")."""
     from privselect.selection import largest_mean
 
-    target = float(ps.certify(base, family(m_rdp), delta, method="rdp").epsilon)
-    m_profile = largest_mean(profile, target, delta, family=family, method="profile", rtol=1e-4)
+    target = float(ps.certify(base, family(m_rdp), delta, bound="rdp").epsilon)
+    m_profile = largest_mean(profile, target, delta, family=family, bound="profile", rtol=1e-4)
     return target, m_profile
 
 

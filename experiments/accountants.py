@@ -70,7 +70,7 @@ def _rows_for(label: str, parts, repeat: int) -> list[dict]:
 
     def privselect_base(method, **opts):
         def fn():
-            prof = ps.privacy_profile(mech, method=method, **opts)
+            prof = ps.privacy_profile(mech, accountant=method, **opts)
             low, up = prof.epsilon_bounds(DELTA)
             return (math.nan if method == "rdp" else low), up, prof
         return fn
@@ -93,8 +93,8 @@ def _rows_for(label: str, parts, repeat: int) -> list[dict]:
         certified=False)
     add("dp-accounting RDP", lambda: (math.nan, run_dp_accounting_rdp(parts), None),
         lambda _: _dp_accounting_selection(parts), bound="Thm 5.1 (RepeatAndSelectDpEvent)", certified=False)
-    add("privselect RDP", lambda: (math.nan, float(ps.privacy_profile(mech, method="rdp").epsilon(DELTA)), None),
-        lambda _: float(ps.certify(mech, k, DELTA, method="rdp").epsilon), bound="Thm 5.1")
+    add("privselect RDP", lambda: (math.nan, float(ps.privacy_profile(mech, accountant="rdp").epsilon(DELTA)), None),
+        lambda _: float(ps.certify(mech, k, DELTA, bound="rdp").epsilon), bound="Thm 5.1")
     return rows
 
 

@@ -39,15 +39,15 @@ def _largest(profiles, target: float, family, method: str) -> tuple[float, str]:
     delta / E[K] below PRV's floating-point floor. inf when even E[K] = MEAN_CAP meets the target."""
     (_, prv), (_, cf) = profiles
     if method == "rdp":
-        if ps.certify(prv(), family(MEAN_CAP), DELTA, method="rdp").epsilon <= target:
+        if ps.certify(prv(), family(MEAN_CAP), DELTA, bound="rdp").epsilon <= target:
             return math.inf, "rdp"
-        return largest_mean(prv(), target, DELTA, family=family, method="rdp", rtol=1e-4), "rdp"
+        return largest_mean(prv(), target, DELTA, family=family, bound="rdp", rtol=1e-4), "rdp"
     try:
-        return largest_mean(prv(), target, DELTA, family=family, method="profile", rtol=1e-4), "prv"
+        return largest_mean(prv(), target, DELTA, family=family, bound="profile", rtol=1e-4), "prv"
     except CertificationError:
-        if ps.certify(cf(), family(MEAN_CAP), DELTA, method="profile").epsilon <= target:
+        if ps.certify(cf(), family(MEAN_CAP), DELTA, bound="profile").epsilon <= target:
             return math.inf, "cf"
-        return largest_mean(cf(), target, DELTA, family=family, method="profile", rtol=1e-4), "cf"
+        return largest_mean(cf(), target, DELTA, family=family, bound="profile", rtol=1e-4), "cf"
 
 
 def run(quick: bool = False, out_dir=None) -> dict:
@@ -64,7 +64,7 @@ def run(quick: bool = False, out_dir=None) -> dict:
             def get():
                 if method not in cache:
                     opts = {"target_delta": 1e-9} if method == "prv" else {}
-                    cache[method] = ps.privacy_profile(base, method=method, **opts)
+                    cache[method] = ps.privacy_profile(base, accountant=method, **opts)
                 return cache[method]
             return get
 

@@ -92,7 +92,7 @@ def audit_gaussian(ns, sigmas, deltas, seed):
         mech = S.gaussian_sum_mechanism(sigma)
         for delta in deltas:
             exact = float(ps.gaussian_epsilon(delta, 1 / sigma))
-            cert = ps.privacy_profile(ps.Gaussian(sigma), method="prv").epsilon(delta)
+            cert = ps.privacy_profile(ps.Gaussian(sigma), accountant="prv").epsilon(delta)
             for n in ns:
                 r = A.audit(mech, np.zeros(5), np.r_[np.zeros(5), 1.0], delta=delta, n_samples=n, seed=seed,
                             confidence=CONFIDENCE)
@@ -106,7 +106,7 @@ def audit_rnm(n, sigmas, delta, seed):
     for sigma in sigmas:
         for x, x2 in pairs:
             m = len(x)
-            cert = rnm_profile(ps.Gaussian(sigma), m, method="exact").epsilon(delta)
+            cert = rnm_profile(ps.Gaussian(sigma), m, accountant="exact").epsilon(delta)
             exact = discrete_profile(gaussian_rnm_pmf(x, sigma), gaussian_rnm_pmf(x2, sigma)).epsilon(delta)
             r = A.audit(S.report_noisy_max_mechanism(ps.Gaussian(sigma)), np.array(x), np.array(x2), delta=delta,
                         n_samples=n, seed=seed, confidence=CONFIDENCE)

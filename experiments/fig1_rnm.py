@@ -27,7 +27,7 @@ def run(quick: bool = False, out_dir=None) -> dict:
     for m in ms:
         rows.append({
             "m": m,
-            "eps_thm32_profile": rnm_profile(noise, m, method="exact").epsilon(DELTA),
+            "eps_thm32_profile": rnm_profile(noise, m, accountant="exact").epsilon(DELTA),
             "eps_thm31_rdp": rnm_rdp_epsilon(noise, m, DELTA),
             "eps_cor34": rnm_epsilon_closed_form(SIGMA, m, DELTA),
         })

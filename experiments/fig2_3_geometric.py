@@ -54,7 +54,7 @@ def run(quick: bool = False, out_dir=None) -> dict:
     ax = axes[0, 0]
     for i, m in enumerate(FIG2_MEANS):
         k = ps.Geometric(mean=m)
-        d_prof = ps.selection_profile(base, k, method="exact").delta(eps_grid)
+        d_prof = ps.selection_profile(base, k, accountant="exact").delta(eps_grid)
         d_rdp = rdp.delta_from_rdp(orders, selection_rdp_curve(base, k, orders), eps_grid)
         for eps, dp, dr in zip(eps_grid, d_prof, d_rdp):
             rows.append({"panel": "fig2_delta_vs_eps", "m": m, "eps": eps, "delta_thm52_profile": dp,
@@ -77,7 +77,7 @@ def run(quick: bool = False, out_dir=None) -> dict:
         prof.append(cert.alternatives["profile"])
         rdp_.append(cert.alternatives["rdp"])
         cor.append(cor55_epsilon(SIGMA, k, DELTA))
-        rnm.append(rnm_profile(base, max(1, int(round(m))), method="exact").epsilon(DELTA))
+        rnm.append(rnm_profile(base, max(1, int(round(m))), accountant="exact").epsilon(DELTA))
         rows.append({"panel": "fig3_eps_vs_m", "m": m, "delta": DELTA, "eps_thm52_profile": prof[-1],
                      "eps_thm51_rdp": rdp_[-1], "eps_cor55": cor[-1], "eps_rnm_thm32_fixed_m": rnm[-1]})
     prof, rdp_, cor, rnm = map(np.array, (prof, rdp_, cor, rnm))

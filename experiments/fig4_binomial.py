@@ -39,7 +39,7 @@ def run(quick: bool = False, out_dir=None) -> dict:
     eps_at = {}
     for i, (label, k, n) in enumerate(dists + [(f"Poisson({MEAN:g})", poisson, "inf")]):
         theorem = "Cor. 5.8" if k is poisson else "Thm 5.7"
-        prof = ps.selection_profile(base, k, method="exact")
+        prof = ps.selection_profile(base, k, accountant="exact")
         d = prof.delta(eps_grid)
         eps_at[label] = float(prof.epsilon(DELTA))
         top.plot(eps_grid, d, color=c.COLORS[i], label=f"{label}, {theorem}", **c.PROFILE)

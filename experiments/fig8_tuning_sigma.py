@@ -31,8 +31,8 @@ def candidate(sigma: float, steps: int) -> ps.Mechanism:
 
 def _profile(mech: ps.Mechanism, accountant: str, smallest_delta: float):
     if accountant == "prv":
-        return ps.privacy_profile(mech, method="prv", target_delta=smallest_delta)
-    return ps.privacy_profile(mech, method=accountant)
+        return ps.privacy_profile(mech, accountant="prv", target_delta=smallest_delta)
+    return ps.privacy_profile(mech, accountant=accountant)
 
 
 def largest_steps(sigma: float, thresholds, rel_tol: float, accountant: str) -> int:

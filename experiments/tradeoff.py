@@ -27,7 +27,7 @@ ALPHAS_REPORTED = (1e-3, 1e-2, 1e-1)
 def run(quick: bool = False, out_dir=None) -> dict:
     started = time.perf_counter()
     base = ps.Gaussian(SIGMA).poisson_subsample(RATE).compose(STEPS)
-    profile = ps.privacy_profile(base, method="prv")
+    profile = ps.privacy_profile(base, accountant="prv")
     alphas = np.unique(np.concatenate([[0.0], np.logspace(-6, 0, 61 if quick else 301),
                                        np.linspace(0, 1, 51 if quick else 201)]))
     eps_grid = np.linspace(0.0, 30.0, 601 if quick else 3001)
@@ -41,7 +41,7 @@ def run(quick: bool = False, out_dir=None) -> dict:
     ]
     if not quick:
         curves.append(("all of 10 runs released (10-fold composition)",
-                       ps.privacy_profile(base.compose(10), method="prv"), c.COLORS[1], ":"))
+                       ps.privacy_profile(base.compose(10), accountant="prv"), c.COLORS[1], ":"))
     rows, betas = [], {}
     for label, prof, *_ in curves:
         beta = np.asarray(prof.tradeoff(alphas, eps_grid=eps_grid))

@@ -205,7 +205,7 @@ def _certify(args: argparse.Namespace) -> int:
     rows = []
     for name in accountants:
         try:
-            profile = privacy_profile(mechanism, method=name)
+            profile = privacy_profile(mechanism, accountant=name)
             lower, upper = profile.epsilon_bounds(args.delta)
         except (CertificationError, ValueError, NotImplementedError) as exc:
             if explicit:

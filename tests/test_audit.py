@@ -148,7 +148,7 @@ def test_sample_k_matches_the_law():
 def test_gaussian_mechanism_audit(sigma):
     delta = 1e-2
     exact = float(ps.gaussian_epsilon(delta, 1 / sigma))
-    cert = ps.privacy_profile(ps.Gaussian(sigma), method="prv").epsilon(delta)
+    cert = ps.privacy_profile(ps.Gaussian(sigma), accountant="prv").epsilon(delta)
     r = A.audit(S.gaussian_sum_mechanism(sigma), np.zeros(5), np.r_[np.zeros(5), 1.0], delta=delta, n_samples=N,
                 seed=10)
     assert r.epsilon_lower <= exact <= cert
@@ -166,7 +166,7 @@ def gaussian_rnm_pmf(scores, sigma):
 @pytest.mark.parametrize("sigma", [0.5, 1.0])
 def test_report_noisy_max_audit(sigma):
     x, x2, delta = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 1.0]), 1e-2
-    cert = rnm_profile(ps.Gaussian(sigma), 3, method="exact").epsilon(delta)
+    cert = rnm_profile(ps.Gaussian(sigma), 3, accountant="exact").epsilon(delta)
     exact = discrete_profile(gaussian_rnm_pmf(x, sigma), gaussian_rnm_pmf(x2, sigma)).epsilon(delta)
     r = A.audit(S.report_noisy_max_mechanism(ps.Gaussian(sigma)), x, x2, delta=delta, n_samples=N, seed=11)
     assert r.epsilon_lower <= exact <= cert

@@ -44,13 +44,13 @@ def test_logarithmic_rdp_matches_dp_accounting():
 
 def test_forcing_a_family_and_binomial_has_no_rdp_baseline():
     base = ps.Gaussian(4.0)
-    forced = ps.certify(base, ps.Geometric(mean=30), 1e-6, method="rdp", accountant="exact")
+    forced = ps.certify(base, ps.Geometric(mean=30), 1e-6, bound="rdp", accountant="exact")
     assert forced.method == "rdp" and set(forced.alternatives) == {"rdp"}
     binom = ps.certify(base, ps.Binomial(100, 0.1), 1e-6, accountant="exact")
     assert binom.method == "profile" and "rdp" not in binom.alternatives
     assert any("Binomial" in note for note in binom.notes)
     with pytest.raises(ValueError, match="rdp"):
-        ps.certify(base, ps.Binomial(100, 0.1), 1e-6, method="rdp", accountant="exact")
+        ps.certify(base, ps.Binomial(100, 0.1), 1e-6, bound="rdp", accountant="exact")
 
 
 def test_certificate_is_frozen_data_with_json():
@@ -70,11 +70,13 @@ def test_certify_rejects_bad_delta(bad):
         ps.certify(ps.Gaussian(4.0), ps.Geometric(mean=30), bad, accountant="exact")
 
 
-def test_certify_rejects_bad_k_and_method():
+def test_certify_rejects_bad_k_and_bound_and_the_old_keyword():
     with pytest.raises(TypeError, match="distribution"):
         ps.certify(ps.Gaussian(4.0), 30, 1e-6)
-    with pytest.raises(ValueError, match="method"):
-        ps.certify(ps.Gaussian(4.0), ps.Geometric(mean=30), 1e-6, method="moments")
+    with pytest.raises(ValueError, match="bound"):
+        ps.certify(ps.Gaussian(4.0), ps.Geometric(mean=30), 1e-6, bound="moments")
+    with pytest.raises(TypeError, match="renamed.*bound="):
+        ps.certify(ps.Gaussian(4.0), ps.Geometric(mean=30), 1e-6, method="rdp")
 
 
 def test_largest_mean_meets_the_target_and_is_tight():
@@ -106,10 +108,10 @@ def test_krw_fig7_profile_allows_about_three_times_more_candidates():
     """KRW Fig. 7 (q=16384/50000, sigma=21.1, T=250, delta=1e-5): at the eps RDP certifies for geometric
     mean 10, Thm 5.2 allows a mean about 3x larger. Measured: 2.74x (PRV accountant)."""
     base = ps.privacy_profile(ps.Gaussian(21.1).poisson_subsample(16384 / 50000).compose(250))
-    rdp_eps = ps.certify(base, ps.Geometric(mean=10), 1e-5, method="rdp").epsilon
-    m = largest_mean(base, rdp_eps, 1e-5, method="profile")
+    rdp_eps = ps.certify(base, ps.Geometric(mean=10), 1e-5, bound="rdp").epsilon
+    m = largest_mean(base, rdp_eps, 1e-5, bound="profile")
     assert 2.4 < m / 10 < 3.5
-    assert ps.certify(base, ps.Geometric(mean=m), 1e-5, method="profile").epsilon <= rdp_eps
+    assert ps.certify(base, ps.Geometric(mean=m), 1e-5, bound="profile").epsilon <= rdp_eps
 
 
 def test_profile_falls_back_to_cf_below_the_prv_floor():
@@ -118,5 +120,8 @@ def test_profile_falls_back_to_cf_below_the_prv_floor():
     assert cert.method in ("profile", "rdp")
     if any("fell back to the cf accountant" in note for note in cert.notes):
         assert cert.alternatives["profile"] <= cert.alternatives["rdp"] * 1.5
-    with pytest.raises(ps.CertificationError):
-        ps.certify(ps.privacy_profile(base), ps.Geometric(mean=3000), 1e-12, method="profile")
+    with pytest.raises(ps.CertificationError):  # a PRV profile alone has a floor ...
+        ps.certify(ps.privacy_profile(base, accountant="prv"), ps.Geometric(mean=3000), 1e-12, bound="profile")
+    # ... the default "auto" profile has none (CF is built below PRV's floor)
+    tiny = ps.certify(ps.privacy_profile(base), ps.Geometric(mean=3000), 1e-12, bound="profile")
+    assert math.isfinite(tiny.epsilon) and tiny.epsilon > cert.epsilon

@@ -28,7 +28,7 @@ def test_certify_defaults_to_the_dpsgd_example(capsys):
     code, out = _run(["certify", "--accountant", "rdp", "--json"], capsys)
     report = json.loads(out)
     assert code == 0 and report["delta"] == 1e-5 and report["one_run"]["steps"] == math.ceil(60 / (256 / 60000))
-    expected = ps.privacy_profile(ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(14063), method="rdp")
+    expected = ps.privacy_profile(ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(14063), accountant="rdp")
     assert report["epsilon"] == pytest.approx(float(expected.epsilon(1e-5)), rel=1e-12)
 
 

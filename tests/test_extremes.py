@@ -21,11 +21,11 @@ from privselect.accounting import CertificationError
 def certified_epsilon(mechanism, delta):
     """(method, certified eps) as a user gets it; checks the PRV refusal names the regime."""
     try:
-        return "prv", ps.privacy_profile(mechanism, target_delta=delta).epsilon(delta)
+        return "prv", ps.privacy_profile(mechanism, accountant="prv", target_delta=delta).epsilon(delta)
     except CertificationError as exc:
         msg = str(exc)
-        assert f"delta={delta:.3g}" in msg and "smallest delta" in msg and "method='cf'" in msg, msg
-    return "cf", ps.privacy_profile(mechanism, method="cf").epsilon(delta)
+        assert f"delta={delta:.3g}" in msg and "smallest delta" in msg and "='cf'" in msg, msg
+    return "cf", ps.privacy_profile(mechanism, accountant="cf").epsilon(delta)
 
 
 def assert_certified(eps):
@@ -62,7 +62,7 @@ def test_million_subsampled_steps_at_delta_1e_minus_15(sigma):
     assert_certified(eps)
     one_step = Case(sigma, 1e-6, 1, 1e-15)
     lower = max(small_k_epsilon(one_step, "remove", 1.0), small_k_epsilon(one_step, "add", 0.0), 0.0)
-    rdp = ps.privacy_profile(case.mechanism(), method="rdp").epsilon(case.delta)
+    rdp = ps.privacy_profile(case.mechanism(), accountant="rdp").epsilon(case.delta)
     assert lower <= eps <= rdp * 1.0001
 
 
@@ -85,16 +85,16 @@ def test_epsilon_up_to_50():
 @pytest.mark.parametrize("k_dist", [ps.Geometric(mean=10), ps.Poisson(10.0), ps.Binomial(20, 0.5)],
                          ids=["geometric", "poisson", "binomial"])
 def test_certify_at_delta_1e_minus_15(k_dist):
-    """The selection certificate at the smallest delta: PRV refuses, CF certifies, the note says so."""
+    """The selection certificate at the smallest delta: the default ("auto") uses the exact accountant."""
     base = ps.Gaussian(1e3).compose(10**6)
     cert = ps.certify(base, k_dist, 1e-15)
     assert_certified(cert.epsilon)
     assert cert.epsilon >= float(ps.gaussian_epsilon(1e-15, 1.0))  # the base run alone
-    assert any("fell back to the cf accountant" in n for n in cert.notes) or cert.method == "rdp"
+    assert cert.accountant == "exact" or cert.method == "rdp"
 
 
 def test_certification_error_names_the_regime():
-    prof = ps.privacy_profile(ps.Gaussian(50.0).compose(10**8))
+    prof = ps.privacy_profile(ps.Gaussian(50.0).compose(10**8), accountant="prv")
     with pytest.raises(CertificationError, match=r"delta=1e-05 is below .* smallest delta .* double precision"):
         prof.epsilon(1e-5)
     with pytest.raises(ValueError, match="delta must lie in"):
@@ -106,12 +106,12 @@ def test_certification_error_names_the_regime():
 
 def test_bug_exact_profile_epsilon_above_1e4():
     mu = math.sqrt(19907)
-    eps = ps.privacy_profile(ps.Gaussian(1.0).compose(19907), method="exact").epsilon(math.exp(-1.0))
+    eps = ps.privacy_profile(ps.Gaussian(1.0).compose(19907), accountant="exact").epsilon(math.exp(-1.0))
     assert eps == pytest.approx(float(ps.gaussian_epsilon(math.exp(-1.0), mu)), rel=1e-9)
 
 
 def test_bug_cf_nan_for_huge_mu():
-    d = ps.privacy_profile(ps.Gaussian(0.3).compose(10**6), method="cf").delta(np.array([0.0, 60.0]))
+    d = ps.privacy_profile(ps.Gaussian(0.3).compose(10**6), accountant="cf").delta(np.array([0.0, 60.0]))
     assert not np.isnan(d).any()
 
 

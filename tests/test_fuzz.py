@@ -170,11 +170,11 @@ def _gaussian_mu(m):
     return None
 
 
-@given(m=valid_mechanism, method=st.sampled_from(["prv", "rdp", "exact"]), delta=maybe_bad(log_uniform(1e-15, 0.5)),
+@given(m=valid_mechanism, method=st.sampled_from(["auto", "prv", "rdp", "exact"]), delta=maybe_bad(log_uniform(1e-15, 0.5)),
        eps=maybe_bad(st.floats(-5, 60)))
 def test_fuzz_privacy_profile_queries(m, method, delta, eps):
     mu = _gaussian_mu(m)
-    ok, prof = attempt(lambda: ps.privacy_profile(m, method=method), "method", "exact", "max_points", "mechanism")
+    ok, prof = attempt(lambda: ps.privacy_profile(m, accountant=method), "accountant", "exact", "max_points", "mechanism")
     if not ok:
         return
     ok, e = attempt(lambda: prof.epsilon(delta), "delta")
@@ -209,7 +209,7 @@ def test_fuzz_privacy_profile_queries(m, method, delta, eps):
        options=st.dictionaries(st.sampled_from(["eps_error", "delta_error", "target_delta", "rel_eps_error",
                                                 "max_points", "bogus"]), any_real, max_size=2))
 def test_fuzz_prv_options(m, options):
-    ok, prof = attempt(lambda: ps.privacy_profile(m, method="prv", **options), *options.keys(), "eps_error",
+    ok, prof = attempt(lambda: ps.privacy_profile(m, accountant="prv", **options), *options.keys(), "eps_error",
                        "unexpected keyword")
     if ok:
         ok, e = attempt(lambda: prof.epsilon(1e-5), "delta")
@@ -224,7 +224,7 @@ def test_fuzz_prv_options(m, options):
     st.builds(lambda e, k: ps.PureDP(e).compose(k), log_uniform(1e-2, 5), st.integers(1, 100))),
     delta=maybe_bad(log_uniform(1e-15, 0.5)))
 def test_fuzz_cf_accountant(m, delta):
-    ok, prof = attempt(lambda: ps.privacy_profile(m, method="cf"), "mechanism")
+    ok, prof = attempt(lambda: ps.privacy_profile(m, accountant="cf"), "mechanism")
     if ok:
         ok, e = attempt(lambda: prof.epsilon(delta), "delta")
         if ok:
@@ -320,9 +320,9 @@ valid_k = st.one_of(
 
 @settings(max_examples=60)
 @given(base=small_mechanism, k=st.one_of(valid_k, any_real), delta=maybe_bad(log_uniform(1e-14, 0.1)),
-       method=st.sampled_from([None, "profile", "rdp", "bogus"]))
-def test_fuzz_certify(base, k, delta, method):
-    ok, cert = attempt(lambda: ps.certify(base, k, delta, method=method), "k", "delta", "method", "rdp", "bound",
+       bound=st.sampled_from([None, "profile", "rdp", "bogus"]))
+def test_fuzz_certify(base, k, delta, bound):
+    ok, cert = attempt(lambda: ps.certify(base, k, delta, bound=bound), "k", "delta", "bound", "rdp",
                        "applies", "profile", "mean")
     if ok:
         assert_epsilon(cert.epsilon)
@@ -591,7 +591,7 @@ def test_bug_tnb_pgf_above_one(k):
                                            ("rel_eps_error", 1e-320)])
 def test_bug_prv_absurd_accuracy_options(option, value):
     with pytest.raises(ValueError, match=option):
-        ps.privacy_profile(ps.Gaussian(1.0).compose(10), method="prv", **{option: value})
+        ps.privacy_profile(ps.Gaussian(1.0).compose(10), accountant="prv", **{option: value})
 
 
 def test_bug_binomial_pmf_huge_n():
@@ -610,6 +610,6 @@ def test_bug_certify_array_delta(delta):
 def test_bug_prv_grid_refinement_with_atoms(m):
     """B15: atoms' offsets from the grid made the PRV mesh planner give up after 6 refinements
     ('could not reach eps_error', no option named); its bracket must hold the CF value."""
-    lower, upper = ps.privacy_profile(m, method="prv").epsilon_bounds(1e-5)
-    cf_lower, cf_upper = ps.privacy_profile(m, method="cf").epsilon_bounds(1e-5)
+    lower, upper = ps.privacy_profile(m, accountant="prv").epsilon_bounds(1e-5)
+    cf_lower, cf_upper = ps.privacy_profile(m, accountant="cf").epsilon_bounds(1e-5)
     assert lower <= cf_upper and cf_lower <= upper and upper - lower < 0.05

@@ -157,9 +157,9 @@ def test_sensitivity_scales_the_noise_not_the_privacy():
     """Noise-multiplier semantics (ARCHITECTURE.md): noise std = noise_multiplier x sensitivity."""
     for sens in (0.25, 1.0, 7.0):
         g = ps.Gaussian(2.0, sensitivity=sens)
-        assert ps.privacy_profile(g, method="exact").epsilon(1e-5) == pytest.approx(
+        assert ps.privacy_profile(g, accountant="exact").epsilon(1e-5) == pytest.approx(
             ps.gdp_profile(0.5).epsilon(1e-5), rel=1e-12)
-        assert ps.privacy_profile(g, method="rdp").epsilon(1e-5) == pytest.approx(
-            ps.privacy_profile(ps.Gaussian(2.0), method="rdp").epsilon(1e-5), rel=1e-12)
+        assert ps.privacy_profile(g, accountant="rdp").epsilon(1e-5) == pytest.approx(
+            ps.privacy_profile(ps.Gaussian(2.0), accountant="rdp").epsilon(1e-5), rel=1e-12)
         lap = privacy_losses(ps.Laplace(4.0, sensitivity=sens)).remove
         assert lap.mu == pytest.approx(0.25)

@@ -50,11 +50,11 @@ def test_tradeoff_is_a_tight_lower_bound_on_g1(alpha, beta):
 
 def test_exact_method_composes_gaussians():
     m = ps.compose(ps.Gaussian(10.0).compose(50), ps.Gaussian(5.0).compose(50))
-    prof = ps.privacy_profile(m, method="exact")
+    prof = ps.privacy_profile(m, accountant="exact")
     # accounting-prv-fdp.md R4: mu = sqrt(2.5), delta(4) = 0.0164556729
     assert prof.delta(4.0) == pytest.approx(0.0164556729, rel=1e-8)
     with pytest.raises(ValueError, match="Gaussian"):
-        ps.privacy_profile(ps.Laplace(1.0), method="exact")
+        ps.privacy_profile(ps.Laplace(1.0), accountant="exact")
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -1e-5, 1.5, float("nan")])
@@ -63,9 +63,11 @@ def test_epsilon_rejects_delta_outside_unit_interval(bad):
         ps.gdp_profile(1.0).epsilon(bad)
 
 
-def test_privacy_profile_rejects_unknown_method_and_types():
-    with pytest.raises(ValueError, match="method"):
-        ps.privacy_profile(ps.Gaussian(1.0), method="moments")
+def test_privacy_profile_rejects_unknown_accountant_and_types():
+    with pytest.raises(ValueError, match="accountant"):
+        ps.privacy_profile(ps.Gaussian(1.0), accountant="moments")
+    with pytest.raises(TypeError, match="renamed"):
+        ps.privacy_profile(ps.Gaussian(1.0), method="prv")
     with pytest.raises(TypeError, match="Mechanism"):
         ps.privacy_profile("gaussian")
     with pytest.raises(ValueError, match="eps"):

@@ -71,7 +71,7 @@ def test_exact_profile_epsilon_for_large_mu_against_mpmath(mu):
 
 
 def test_exact_method_matches_gdp_profile_above_1e4():
-    prof = ps.privacy_profile(ps.Gaussian(1.0).compose(19907), method="exact")
+    prof = ps.privacy_profile(ps.Gaussian(1.0).compose(19907), accountant="exact")
     # mu^2/2 - mu Phi^{-1}(delta) is an upper bound (delta(eps) <= Phi(mu/2 - eps/mu)), tight for large mu
     mu = math.sqrt(19907)
     bound = mu * (mu / 2 - float(mp.sqrt(2) * mp.erfinv(2 * mp.exp(-1) - 1)))
@@ -270,7 +270,7 @@ def test_exact_composition_adds_the_rounding_of_combining_the_steps():
     at or above the 50-digit value, and the lower eps at or below it.
     """
     sigma, k, delta = 1.4709636774060535, 5662, 1.817e-11
-    prof = ps.privacy_profile(ps.Gaussian(sigma).compose(k), method="exact")
+    prof = ps.privacy_profile(ps.Gaussian(sigma).compose(k), accountant="exact")
     lower, upper = prof.epsilon_bounds(delta)
     with mp.workdps(50):
         truth = _mp_gdp_epsilon(delta, mp.sqrt(k) / mp.mpf(sigma), upper)
@@ -294,7 +294,7 @@ def test_exact_composition_adds_the_rounding_of_combining_the_steps():
 @pytest.mark.parametrize("sigma, k", [(1.0, 1), (1.4709636774060535, 5662), (1e-3, 1), (50.0, 10)])
 def test_extreme_epsilon_gives_the_correct_bound(sigma, k):
     """delta(1e308) was 1.0 while delta(1e307) was 2e-323: the rounding bound of x overflowed."""
-    prof = ps.privacy_profile(ps.Gaussian(sigma).compose(k), method="exact")
+    prof = ps.privacy_profile(ps.Gaussian(sigma).compose(k), accountant="exact")
     tiny = 4 * float(np.finfo(float).smallest_subnormal)
     for eps in (1e300, 1e307, 1e308, float(np.finfo(float).max)):
         assert prof.delta(eps) <= tiny

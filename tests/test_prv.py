@@ -245,7 +245,7 @@ def test_symmetric_mechanisms_build_one_curve():
 
 def test_public_entry_points_agree():
     m = ps.Gaussian(2.0).poisson_subsample(0.1).compose(50)
-    a = ps.privacy_profile(m, method="prv", eps_error=0.01).epsilon_bounds(1e-5)
+    a = ps.privacy_profile(m, accountant="prv", eps_error=0.01).epsilon_bounds(1e-5)
     b = prv_profile(m, eps_error=0.01).epsilon_bounds(1e-5)
     assert a == b
 
@@ -265,14 +265,18 @@ def test_supports_and_unsupported_mechanism():
     class Mystery(ps.Mechanism):
         pass
 
-    acc = PRVAccountant()
-    assert acc.supports(ps.Gaussian(1.0).poisson_subsample(0.1).compose(3))
-    assert acc.explain_unsupported(ps.Gaussian(1.0)) is None
-    assert not acc.supports(Mystery())
-    assert "Mystery" in acc.explain_unsupported(ps.compose(ps.Gaussian(1.0), Mystery()))
+    from privselect.accounting import accountant
+
+    acc = accountant("prv")
+    assert acc.supports(ps.Gaussian(1.0).poisson_subsample(0.1).compose(3)) is None
+    assert acc.supports(ps.Gaussian(1.0)) is None
+    assert "Mystery" in acc.supports(Mystery())
+    assert "Mystery" in acc.supports(ps.compose(ps.Gaussian(1.0), Mystery()))
     with pytest.raises(UnsupportedMechanismError, match="Mystery"):
         acc.profile(ps.compose(ps.Gaussian(1.0), Mystery()))
-    assert not acc.supports("not a mechanism")
+    with pytest.raises(UnsupportedMechanismError, match="Mystery"):
+        PRVAccountant().profile(ps.compose(ps.Gaussian(1.0), Mystery()))
+    assert "str" in acc.supports("not a mechanism")
 
 
 def test_too_fine_a_mesh_is_refused():

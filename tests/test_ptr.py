@@ -302,7 +302,7 @@ def test_thm52_dominates_exact_selection_profiles_of_worst_case_pairs(eps_q, del
     Q = P[::-1].copy()
     k = ps.Geometric(mean=mean)
     delta_tot = 3 * mean * delta_q
-    cert = ps.certify(ps.ApproxDP(eps_q, delta_q), k, delta_tot, method="profile")
+    cert = ps.certify(ps.ApproxDP(eps_q, delta_q), k, delta_tot, bound="profile")
     worst = 0.0
     exact_at = lambda eps: max(max(_hockey(a, b, eps), _hockey(b, a, eps)) for a, b in  # noqa: E731
                                ((_selection_pmf(P, o, k), _selection_pmf(Q, o, k)) for o in permutations(range(4))))
@@ -322,7 +322,7 @@ def test_liu_talwar_statement_is_implied_by_proved_bounds(eps_q, delta_q, mean):
     cor54_eps, cor54_delta = 3 * eps_q + 2 * mean * delta_q, mean * delta_q
     assert lt.epsilon >= cor54_eps and lt.delta >= cor54_delta
     # numerically (characteristic-function accountant: relative precision at tiny deltas)
-    assert ps.certify(ps.ApproxDP(eps_q, delta_q), k, lt.delta, method="profile", accountant="cf").epsilon <= lt.epsilon
+    assert ps.certify(ps.ApproxDP(eps_q, delta_q), k, lt.delta, bound="profile", accountant="cf").epsilon <= lt.epsilon
     assert liu_talwar_certificate(eps_q, 0.0, k, delta2).epsilon == pytest.approx(3 * eps_q)  # LT Thm 1.3
     with pytest.raises(ValueError, match="outside the regime"):
         liu_talwar_certificate(eps_q, 0.5, k, delta2)
@@ -337,7 +337,7 @@ def test_run_budgets_meet_their_targets_and_lt_needs_a_tiny_delta():
     prof = profile_run_budget(1.0, 1e-6, 10.0, 0.1)
     assert prof.certificate_epsilon <= 1.0 and prof.delta == pytest.approx(5e-8)
     run = ps.compose(ps.ApproxDP(prof.ptr_epsilon, prof.delta), ps.Laplace(1 / prof.score_epsilon))
-    assert ps.certify(run, k, 1e-6, method="profile").epsilon <= 1.0
+    assert ps.certify(run, k, 1e-6, bound="profile").epsilon <= 1.0
     assert prof.ptr_epsilon + prof.score_epsilon == pytest.approx(prof.epsilon)
     assert delta_q < 1e-9 * prof.delta  # the gap KRW Sec. 6.1 exploits (design notes Sec. 5.2 table)
     with pytest.raises(ValueError, match="Geometric"):

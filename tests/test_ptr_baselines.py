@@ -103,7 +103,7 @@ def test_adassp_joint_calibration_is_exactly_eps_delta(eps):
     mu = math.sqrt((1 / s1) ** 2 + (1 / s2) ** 2 + (2 / s3) ** 2)  # sensitivities 1, 1, B_x B_y = 2
     assert gaussian_delta(eps, mu) == pytest.approx(1e-6, rel=1e-6)
     # an independent accountant agrees
-    profile = ps.privacy_profile(est.privacy, method="prv")
+    profile = ps.privacy_profile(est.privacy, accountant="prv")
     assert float(profile.epsilon(1e-6)) == pytest.approx(eps, rel=2e-3, abs=2e-3)
 
 

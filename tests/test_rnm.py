@@ -34,7 +34,7 @@ def test_single_round_bound_dominates_exact_rnm(sigma):
     a, a2 = gaussian_rnm_pmf(x, sigma), gaussian_rnm_pmf(x2, sigma)
     eps = np.linspace(0, 8, 81)
     exact = np.maximum(hockey(a, a2, eps), hockey(a2, a, eps))
-    bound = rnm_profile(ps.Gaussian(sigma), 3, method="exact").delta(eps)
+    bound = rnm_profile(ps.Gaussian(sigma), 3, accountant="exact").delta(eps)
     assert np.all(exact <= bound + 1e-12)
     assert exact[0] > 0.05  # a non-trivial pair (total variation)
 
@@ -45,7 +45,7 @@ def test_monotone_scores_use_sensitivity_one():
     a, a2 = gaussian_rnm_pmf(x, sigma), gaussian_rnm_pmf(x2, sigma)
     eps = np.linspace(0, 5, 51)
     exact = np.maximum(hockey(a, a2, eps), hockey(a2, a, eps))
-    bound = rnm_profile(ps.Gaussian(sigma), 3, monotone=True, method="exact").delta(eps)
+    bound = rnm_profile(ps.Gaussian(sigma), 3, monotone=True, accountant="exact").delta(eps)
     assert np.all(exact <= bound + 1e-12)
     assert rnm_noise_mechanism(ps.Gaussian(sigma), monotone=True).sensitivity == 1.0
 
@@ -70,7 +70,7 @@ def test_adaptive_composition_uses_k_fold_not_m_wise():
     assert exact_90 > 0.01
     m_wise = m**k * ps.gaussian_delta(90.0, 2 * math.sqrt(m) / sigma)
     assert m_wise < exact_90  # the m-wise reading would certify less than the truth
-    k_fold = rnm_profile(ps.Gaussian(sigma), m, rounds=k, method="exact").delta(90.0)
+    k_fold = rnm_profile(ps.Gaussian(sigma), m, rounds=k, accountant="exact").delta(90.0)
     assert k_fold >= exact_90
     assert c > 0
 
@@ -81,7 +81,7 @@ def test_two_rounds_exact_composition_below_bound():
     a, a2 = product_pmf(gaussian_rnm_pmf(x, sigma), 2), product_pmf(gaussian_rnm_pmf(x2, sigma), 2)
     eps = np.linspace(0, 10, 101)
     exact = np.maximum(hockey(a, a2, eps), hockey(a2, a, eps))
-    bound = rnm_profile(ps.Gaussian(sigma), 3, rounds=2, method="exact").delta(eps)
+    bound = rnm_profile(ps.Gaussian(sigma), 3, rounds=2, accountant="exact").delta(eps)
     assert np.all(exact <= bound + 1e-12)
 
 
@@ -90,7 +90,7 @@ def test_closed_form_corollary_3_4_is_looser_than_thm_3_2(m):
     sigma, delta = 4.0, 1e-6
     cor = rnm_epsilon_closed_form(sigma, m, delta)
     assert cor == pytest.approx(2 / 16 + 0.5 * math.sqrt(2 * math.log(m / delta)), rel=1e-14)
-    thm = rnm_profile(ps.Gaussian(sigma), m, method="exact").epsilon(delta)
+    thm = rnm_profile(ps.Gaussian(sigma), m, accountant="exact").epsilon(delta)
     assert thm < cor
 
 

@@ -115,7 +115,7 @@ def test_certificate_dominates_exact_selection_divergence(k_dist):
 
 
 def test_selection_profile_of_a_mechanism_uses_the_accountant():
-    cert = selection_profile(ps.Gaussian(4.0), Geometric(mean=30), method="exact")
+    cert = selection_profile(ps.Gaussian(4.0), Geometric(mean=30), accountant="exact")
     ref = selection_profile(ps.gdp_profile(0.25), Geometric(mean=30))
     assert cert.epsilon(1e-6) == pytest.approx(ref.epsilon(1e-6), rel=1e-12)
 

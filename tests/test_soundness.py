@@ -51,7 +51,7 @@ def test_directions_match_dp_accounting_convention():
 def test_one_step_exact_quadrature_inside_bracket_at_tiny_delta(sigma, q, delta):
     """Below the PRV floor privselect certifies with CF; check it against exact quadrature (k = 1)."""
     case = Case(sigma, q, 1, delta)
-    prof = ps.privacy_profile(case.mechanism(), method="cf")
+    prof = ps.privacy_profile(case.mechanism(), accountant="cf")
     for curve in prof.curves:
         lower, upper = (float(v[0]) for v in curve.epsilon_bounds(np.array([delta])))
         exact = small_k_epsilon(case, curve.direction, upper)

@@ -335,7 +335,7 @@ def test_two_point_grid_matches_the_average_by_hand():
     from privselect.accounting.average import average_profile
     from privselect.selection.bounds import selection_shift
 
-    profiles = [ps.privacy_profile(ps.Gaussian(s), method="exact") for s in (1.0, 4.0)]
+    profiles = [ps.privacy_profile(ps.Gaussian(s), accountant="exact") for s in (1.0, 4.0)]
     averaged = average_profile(profiles, [0.5, 0.5])
     eps = np.array([0.0, 0.3, 1.0, 2.5, 4.0])
     by_hand = 0.5 * (_gaussian_delta_by_hand(eps, 1.0) + _gaussian_delta_by_hand(eps, 4.0))

@@ -1,21 +1,34 @@
 """Accountants: mechanism descriptions in, certified privacy profiles out.
 
-* :mod:`.plrv`: privacy-loss random variables of each mechanism, both directions.
+* :mod:`.base`: the :class:`Accountant` interface and the registry by name.
+* :mod:`.auto`: ``"auto"``, the pointwise best of the accountants it runs (the default).
+* :mod:`.exact`: closed forms (compositions of Gaussian mechanisms).
 * :mod:`.prv`: the PRV accountant (Gopi, Lee, Wutschitz 2021).
 * :mod:`.cf`: the characteristic-function accountant (Zhu, Dong, Wang 2022).
-* :mod:`.rdp`: Renyi-DP curves and conversions (baselines and domain sizing).
+* :mod:`.rdp`: Renyi-DP curves and conversions (the safety net, baselines).
+* :mod:`.plrv`: privacy-loss random variables of each mechanism, both directions.
 * :mod:`.profile`: :class:`PrivacyProfile`, the currency every later stage consumes.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ..mechanisms import Mechanism
+from .base import ACCOUNTANTS, Accountant, UnsupportedMechanismError, accountant, accountant_names, register_accountant
 from .profile import CertificationError, ErrorBudget, PrivacyProfile, gaussian_delta, gaussian_epsilon, gdp_profile
+from . import adapters as _adapters  # noqa: F401  (registers "prv", "cf", "rdp")
+from . import exact as _exact  # noqa: F401  (registers "exact")
+from . import auto as _auto  # noqa: F401  (registers "auto")
 
 __all__ = [
     "privacy_profile",
+    "Accountant",
+    "accountant",
+    "accountant_names",
+    "register_accountant",
+    "ACCOUNTANTS",
+    "UnsupportedMechanismError",
     "PrivacyProfile",
     "ErrorBudget",
     "CertificationError",
@@ -25,65 +38,36 @@ __all__ = [
     "METHODS",
 ]
 
-
-def _prv(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
-    from .prv import PRVAccountant
-
-    return PRVAccountant(**options).profile(mechanism)
+#: Former name of :data:`ACCOUNTANTS` (kept for old imports).
+METHODS = ACCOUNTANTS
 
 
-def _cf(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
-    from .cf import CFAccountant
-
-    return CFAccountant(**options).profile(mechanism)
-
-
-def _rdp(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
-    from .rdp import rdp_profile
-
-    return rdp_profile(mechanism, **options)
+def renamed_method_error(where: str) -> TypeError:
+    """The error for the retired ``method=`` keyword (it named the accountant, now ``accountant=``)."""
+    return TypeError(f"{where}: the keyword method= was renamed: name the accountant with accountant= "
+                     f"(one of {accountant_names()}); a bound family of certify is chosen with bound=")
 
 
-def _exact(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
-    """Closed form for compositions of Gaussian mechanisms: mu = sqrt(sum k_i mu_i^2)."""
-    from ..mechanisms import Gaussian
-    from .profile import composed_gaussian_curve
-
-    if options:
-        raise ValueError(f"method='exact' takes no options, got {sorted(options)}")
-    terms = []
-    for part, count in mechanism.components():
-        if not isinstance(part, Gaussian):
-            raise ValueError(
-                f"method='exact' supports compositions of Gaussian mechanisms only; got {type(part).__name__}"
-            )
-        terms.append((part.mu, count))
-    curve = composed_gaussian_curve(terms)  # certified range of mu: the rounding of combining the steps
-    return PrivacyProfile(curves=(curve,), method="exact", mechanism=mechanism,
-                          description=f"{curve.mu:.6g}-GDP (exact)")
-
-
-#: The accountants ``privacy_profile`` can use, by name.
-METHODS: dict[str, Callable[..., PrivacyProfile]] = {"prv": _prv, "cf": _cf, "rdp": _rdp, "exact": _exact}
-
-
-def privacy_profile(mechanism: Mechanism | PrivacyProfile, method: str = "prv", **options: Any) -> PrivacyProfile:
+def privacy_profile(mechanism: Mechanism | PrivacyProfile, accountant: str | Accountant = "auto",
+                    **options: Any) -> PrivacyProfile:
     """Certified privacy profile of ``mechanism`` (both neighbouring directions).
 
-    ``method`` picks the accountant: ``"prv"`` (Gopi, Lee, Wutschitz 2021; default),
-    ``"cf"`` (Zhu, Dong, Wang 2022), ``"rdp"`` (an upper bound only, for baselines) or
-    ``"exact"`` (closed form, compositions of Gaussian mechanisms only).
-    ``options`` go to the accountant (e.g. ``eps_error``, ``delta_error`` for PRV).
-    A :class:`PrivacyProfile` passes through unchanged.
+    ``accountant`` names it: ``"auto"`` (default: the pointwise best of exact, PRV, CF and RDP;
+    answers every delta), ``"exact"`` (compositions of Gaussian mechanisms), ``"prv"`` (Gopi,
+    Lee, Wutschitz 2021), ``"cf"`` (Zhu, Dong, Wang 2022) or ``"rdp"`` (an upper bound only);
+    or an :class:`Accountant` instance. ``options`` go to the accountant (e.g. ``eps_error``
+    for PRV). A :class:`PrivacyProfile` passes through unchanged.
     """
+    if "method" in options:
+        raise renamed_method_error("privacy_profile")
     if isinstance(mechanism, PrivacyProfile):
         if options:
             raise ValueError("accountant options cannot be applied to an already built PrivacyProfile")
         return mechanism
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a privselect Mechanism or PrivacyProfile, got {type(mechanism).__name__}")
-    try:
-        build = METHODS[method]
-    except (KeyError, TypeError):
-        raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}") from None
-    return build(mechanism, **options)
+    return _resolve(accountant, options).profile(mechanism)
+
+
+def _resolve(name: str | Accountant, options: dict[str, Any]) -> Accountant:
+    return globals()["accountant"](name, **options) if not isinstance(name, Accountant) or options else name

@@ -100,6 +100,7 @@ from scipy import special
 from .. import _validation as check
 from ..mechanisms import Mechanism
 from .plrv import (
+    DirectedLosses,
     GaussianLoss,
     LaplaceLoss,
     PrivacyLoss,
@@ -1103,6 +1104,35 @@ class CFCurve(DirectionalCurve):
         )
 
 
+def readable_losses(mechanism: Mechanism) -> tuple[tuple[DirectedLosses, int], ...]:
+    """The mechanism's PLRVs, checked readable by this accountant (no numerics).
+
+    Raises :class:`UnsupportedMechanismError` naming the failing part; the registry's "cf"
+    accountant runs this as its dry walk (``supports``).
+    """
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"not a privselect Mechanism: {type(mechanism).__name__}")
+    out = []
+    for part, count in mechanism.components():
+        try:
+            losses = composed_losses(part)
+        except UnsupportedMechanismError as exc:
+            raise UnsupportedMechanismError(f"cf accountant: {part!r}: {exc}") from None
+        for directed, _ in losses:
+            for loss in {id(directed.remove): directed.remove, id(directed.add): directed.add}.values():
+                if _component.dispatch(type(loss)) is _component.dispatch(object):
+                    raise UnsupportedMechanismError(f"cf accountant: {part!r}: no cf reading of {type(loss).__name__}")
+                if isinstance(loss, SubsampledLoss) and not isinstance(
+                    loss.base, (GaussianLoss, LaplaceLoss, TwoPointLoss)
+                ):
+                    raise UnsupportedMechanismError(
+                        f"cf accountant: {part!r}: no cf reading of a subsampled {type(loss.base).__name__}")
+                if len(loss.atoms().locations) > 2:
+                    raise UnsupportedMechanismError(f"cf accountant: {part!r}: more than two finite atoms")
+        out.extend((directed, count * c) for directed, c in losses)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class CFAccountant:
     """Characteristic-function accountant (Zhu, Dong, Wang 2022) with certified, added error.
@@ -1162,41 +1192,11 @@ class CFAccountant:
             raise ValueError(f"max_work must be >= 1e6, got {self.max_work!r}")
         object.__setattr__(self, "max_work", work)
 
-    # -- dry run -------------------------------------------------------------------------------
-
-    def unsupported_reason(self, mechanism: Mechanism) -> str | None:
-        """None if :meth:`profile` can interpret ``mechanism``; otherwise names the failing part."""
-        if not isinstance(mechanism, Mechanism):
-            return f"not a privselect Mechanism: {type(mechanism).__name__}"
-        for part, _ in mechanism.components():
-            try:
-                losses = composed_losses(part)
-            except UnsupportedMechanismError as exc:
-                return f"{part!r}: {exc}"
-            for directed, _ in losses:
-                for loss in {id(directed.remove): directed.remove, id(directed.add): directed.add}.values():
-                    if _component.dispatch(type(loss)) is _component.dispatch(object):
-                        return f"{part!r}: no cf reading of {type(loss).__name__}"
-                    if isinstance(loss, SubsampledLoss) and not isinstance(
-                        loss.base, (GaussianLoss, LaplaceLoss, TwoPointLoss)
-                    ):
-                        return f"{part!r}: no cf reading of a subsampled {type(loss.base).__name__}"
-                    if len(loss.atoms().locations) > 2:
-                        return f"{part!r}: more than two finite atoms"
-        return None
-
-    def supports(self, mechanism: Mechanism) -> bool:
-        """True if :meth:`profile` can interpret ``mechanism`` (a dry run: no numerics)."""
-        return self.unsupported_reason(mechanism) is None
-
     # -- profile ---------------------------------------------------------------------------------
 
     def profile(self, mechanism: Mechanism) -> PrivacyProfile:
         """Certified privacy profile of ``mechanism``: max over the add and remove directions."""
-        reason = self.unsupported_reason(mechanism)
-        if reason is not None:
-            raise UnsupportedMechanismError(f"cf accountant: {reason}")
-        losses = composed_losses(mechanism)
+        losses = readable_losses(mechanism)
         remove = tuple((d.remove, k) for d, k in losses)
         if all(d.is_symmetric for d, _ in losses):
             curves: tuple[DirectionalCurve, ...] = (CFCurve("both", remove, self),)

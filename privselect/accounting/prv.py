@@ -113,6 +113,24 @@ _MIN_EPS_SCALE = 1e-9
 # ----------------------------------------------------------------------------------------
 
 
+def readable_losses(mechanism: Mechanism):
+    """The mechanism's PLRVs (no numerics); raises UnsupportedMechanismError naming the failing part.
+
+    The registry's "prv" accountant runs this as its dry walk (``supports``).
+    """
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"expected a privselect Mechanism, got {type(mechanism).__name__}")
+    try:
+        parts = composed_losses(mechanism)
+    except UnsupportedMechanismError as exc:
+        raise UnsupportedMechanismError(f"PRV accountant cannot interpret {mechanism!r}: {exc}") from None
+    for losses, _ in parts:
+        for loss in (losses.remove, losses.add):
+            if not isinstance(loss, PrivacyLoss):
+                raise UnsupportedMechanismError(f"PRV accountant: {type(loss).__name__} is not a PrivacyLoss")
+    return parts
+
+
 @dataclass(frozen=True)
 class PRVAccountant:
     """PRV accountant (Gopi, Lee, Wutschitz 2021) with a certified two-sided bracket.
@@ -180,37 +198,12 @@ class PRVAccountant:
             raise ValueError(f"max_points must be >= 1024, got {self.max_points!r}")
         object.__setattr__(self, "max_points", max_points)
 
-    # -- dry run -----------------------------------------------------------------------
-
-    def explain_unsupported(self, mechanism: object) -> str | None:
-        """None if :meth:`profile` can interpret ``mechanism``, else why not (names the part)."""
-        if not isinstance(mechanism, Mechanism):
-            return f"expected a privselect Mechanism, got {type(mechanism).__name__}"
-        try:
-            parts = composed_losses(mechanism)
-        except UnsupportedMechanismError as exc:
-            return str(exc)
-        for losses, _ in parts:
-            for loss in (losses.remove, losses.add):
-                if not isinstance(loss, PrivacyLoss):
-                    return f"{type(loss).__name__} is not a PrivacyLoss (needs cdf and sf)"
-        return None
-
-    def supports(self, mechanism: object) -> bool:
-        """True if :meth:`profile` can interpret ``mechanism`` (no numerics are run)."""
-        return self.explain_unsupported(mechanism) is None
-
     # -- build -------------------------------------------------------------------------
 
     def profile(self, mechanism: Mechanism) -> PrivacyProfile:
         """Certified :class:`PrivacyProfile` (method ``"prv"``): both directions, max at query time."""
-        reason = self.explain_unsupported(mechanism)
-        if reason is not None:
-            if not isinstance(mechanism, Mechanism):
-                raise TypeError(reason)
-            raise UnsupportedMechanismError(f"PRV accountant cannot interpret {mechanism!r}: {reason}")
         start = time.perf_counter()
-        parts = composed_losses(mechanism)
+        parts = readable_losses(mechanism)
         total = sum(count for _, count in parts)
         if total > MAX_COMPOSITIONS:
             raise ValueError(

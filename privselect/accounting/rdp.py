@@ -65,7 +65,7 @@ __all__ = [
     "DEFAULT_ORDERS",
     "CONVERSIONS",
     "rdp_curve",
-    "supports_rdp",
+    "unsupported_part",
     "epsilon_from_rdp",
     "delta_from_rdp",
     "rdp_epsilon",
@@ -543,7 +543,7 @@ def _(mechanism: Composition, a: np.ndarray) -> np.ndarray:
     return total
 
 
-def _unsupported_part(mechanism: Mechanism) -> str | None:
+def unsupported_part(mechanism: Mechanism) -> str | None:
     """Name of the first piece with no registered RDP curve, or None (no numerics)."""
     for part, _ in mechanism.components():
         impl = _curve.dispatch(type(part))
@@ -553,16 +553,6 @@ def _unsupported_part(mechanism: Mechanism) -> str | None:
             if _subsampled_curve.dispatch(type(part.base)) is _subsampled_curve.dispatch(object):
                 return f"{type(part).__name__}({type(part.base).__name__})"
     return None
-
-
-def supports_rdp(mechanism: Mechanism) -> bool:
-    """True if :func:`rdp_curve` can interpret ``mechanism`` (a dry run: no numerics).
-
-    An ApproxDP part with delta > 0 is supported; its curve is +inf.
-    """
-    if not isinstance(mechanism, Mechanism):
-        return False
-    return _unsupported_part(mechanism) is None
 
 
 def rdp_curve(mechanism: Mechanism, orders: object = DEFAULT_ORDERS) -> np.ndarray:
@@ -576,7 +566,7 @@ def rdp_curve(mechanism: Mechanism, orders: object = DEFAULT_ORDERS) -> np.ndarr
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a privselect Mechanism, got {type(mechanism).__name__}")
     a = _orders_array(orders)
-    missing = _unsupported_part(mechanism)
+    missing = unsupported_part(mechanism)
     if missing is not None:
         raise UnsupportedMechanismError(f"no RDP curve for {missing} (in {mechanism!r})")
     flat = np.ascontiguousarray(a, dtype=float).reshape(-1)

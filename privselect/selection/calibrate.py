@@ -53,28 +53,28 @@ def _bracket_by_doubling(f: Callable[[float], float], start: float, *, grow: boo
 
 def largest_mean(base: Mechanism | PrivacyProfile, target_epsilon: float, delta: float, *,
                  family: Callable[[float], KDistribution] = lambda m: Geometric(mean=m),
-                 min_mean: float = 1.0 + 1e-9, method: str | None = None, accountant: str = "prv",
+                 min_mean: float = 1.0 + 1e-9, bound: str | None = None, accountant: str = "auto",
                  rtol: float = 1e-6, **accountant_options) -> float:
     """The largest mean m with ``certify(base, family(m), delta).epsilon <= target_epsilon``.
 
     ``family`` maps a mean to a K distribution (default geometric). The base profile is built
-    once with ``accountant``; ``method`` forces a bound family as in :func:`certify`. Raises
+    once with ``accountant``; ``bound`` forces a bound family as in :func:`certify`. Raises
     ``ValueError`` when even ``min_mean`` misses the target.
     """
     target = check.positive("target_epsilon", target_epsilon)
     delta = check.delta_scalar("delta", delta)
-    state = {"profile": privacy_profile(base, method=accountant, **accountant_options)}  # built once
+    state = {"profile": privacy_profile(base, accountant=accountant, **accountant_options)}  # built once
 
     def excess(mean: float) -> float:
         try:
-            return certify(state["profile"], family(mean), delta, method=method).epsilon - target
+            return certify(state["profile"], family(mean), delta, bound=bound).epsilon - target
         except CertificationError:
-            # delta / mean is below the accountant's floating-point floor. With a mechanism at hand,
-            # switch to the CF accountant (as certify does); otherwise this mean cannot be
-            # certified, which counts as missing the target (the answer stays valid).
+            # delta / mean is below the chosen accountant's floor. With a mechanism at hand, switch to
+            # "auto" (answers every delta); otherwise this mean cannot be certified, which counts as
+            # missing the target (the answer stays valid).
             mechanism = state["profile"].mechanism
-            if isinstance(mechanism, Mechanism) and state["profile"].method != "cf":
-                state["profile"] = privacy_profile(mechanism, method="cf")
+            if isinstance(mechanism, Mechanism) and state["profile"].method != "auto":
+                state["profile"] = privacy_profile(mechanism, accountant="auto")
                 return excess(mean)
             return math.inf
 
@@ -90,7 +90,7 @@ def largest_mean(base: Mechanism | PrivacyProfile, target_epsilon: float, delta:
 
 
 def smallest_noise_multiplier(rate: float, steps: int, target_epsilon: float, delta: float, k: KDistribution, *,
-                              method: str | None = None, rtol: float = 1e-4, **accountant_options) -> float:
+                              bound: str | None = None, rtol: float = 1e-4, **accountant_options) -> float:
     """Smallest sigma such that the best of K runs of DP-SGD (Poisson rate, steps) is (eps, delta)-DP."""
     rate = check.half_open_unit("rate", rate)
     steps = check.positive_int("steps", steps)
@@ -99,7 +99,7 @@ def smallest_noise_multiplier(rate: float, steps: int, target_epsilon: float, de
 
     def excess(sigma: float) -> float:
         mech = Gaussian(sigma).poisson_subsample(rate).compose(steps) if rate < 1 else Gaussian(sigma).compose(steps)
-        return certify(mech, k, delta, method=method, **accountant_options).epsilon - target
+        return certify(mech, k, delta, bound=bound, **accountant_options).epsilon - target
 
     # excess decreases in sigma: find lo (too little noise) and hi (enough noise).
     sigma = 1.0

@@ -73,21 +73,25 @@ class Certificate:
         return f"({self.epsilon:.4g}, {self.delta:.3g})-DP for the best of K ~ {self.k!r} runs [{self.bound}]"
 
 
-def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *, method: str | None = None,
-            accountant: str = "prv", base_epsilon: float | None = None, **accountant_options: Any) -> Certificate:
+def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *, bound: str | None = None,
+            accountant: str = "auto", base_epsilon: float | None = None, **accountant_options: Any) -> Certificate:
     """Certify "release the best of K runs of ``base``" at ``delta``: the smallest valid epsilon.
 
-    ``method=None`` tries every family that applies; ``"profile"`` or ``"rdp"`` forces one
+    ``bound=None`` tries every family that applies; ``"profile"`` or ``"rdp"`` forces one
     (and raises if it does not apply). ``accountant`` and its options build the base profile
     when ``base`` is a mechanism description. A :class:`HyperparameterMixture` (the law of a
     run's mechanism when hyperparameters change the privacy) is certified by the smaller of the
     averaged-profile bound and KRW Cor. 6.2 (``base_epsilon`` = ε_Q, searched when None).
     """
+    if "method" in accountant_options:
+        raise TypeError("certify: the keyword method= was renamed: choose the bound family with bound= "
+                        f"(one of {FAMILIES}) and the accountant with accountant=")
+    method = bound
     if not isinstance(k, KDistribution):
         raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(k).__name__}")
     delta = check.delta_scalar("delta", delta)
     if method is not None and (not isinstance(method, str) or method not in FAMILIES):
-        raise ValueError(f"method must be one of {FAMILIES} or None, got {method!r}")
+        raise ValueError(f"bound must be one of {FAMILIES} or None, got {method!r}")
     if isinstance(base, HyperparameterMixture):  # hyperparameter-dependent privacy (selection/hyperparameter.py)
         return certify_hyperparameter_mixture(base, k, delta, base_epsilon=base_epsilon, accountant=accountant,
                                               **accountant_options)
@@ -100,7 +104,7 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
 
     if "profile" in families:
         try:
-            base_profile = privacy_profile(base, method=accountant, **accountant_options)
+            base_profile = privacy_profile(base, accountant=accountant, **accountant_options)
             sel = selection_profile(base_profile, k)
             eps = float(sel.epsilon(delta))
         except CertificationError as exc:
@@ -113,7 +117,7 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
                 base_profile = None
             else:
                 notes.append(f"profile[{accountant}]: {exc}; fell back to the cf accountant")
-                base_profile = privacy_profile(base, method="cf")
+                base_profile = privacy_profile(base, accountant="cf")
                 sel = selection_profile(base_profile, k)
                 eps = float(sel.epsilon(delta))
         if base_profile is not None:
@@ -126,7 +130,7 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
             theorem = "Papernot-Steinke 2022 (KRW Thm 5.1)" if k.min_k == 1 else "Papernot-Steinke 2022 (KRW Thm 5.6)"
             results["rdp"] = (rdp_selection_epsilon(mechanism, k, delta), theorem)
         elif method == "rdp":
-            raise ValueError(f"method='rdp' does not apply: {reason}")
+            raise ValueError(f"bound='rdp' does not apply: {reason}")
         else:
             notes.append(f"rdp: {reason}")
     finite = {name: value for name, value in results.items() if math.isfinite(value[0])}

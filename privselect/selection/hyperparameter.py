@@ -80,11 +80,11 @@ def certify_hyperparameter_mixture(law: HyperparameterMixture, k: KDistribution,
     """Certify the best of K runs whose mechanisms are drawn from ``law``: the smaller of the two bounds."""
     from .certificate import Certificate, certify
 
-    profiles = [privacy_profile(m, method=accountant, **accountant_options) for m in law.mechanisms]
+    profiles = [privacy_profile(m, accountant=accountant, **accountant_options) for m in law.mechanisms]
     averaged = average_profile(profiles, law.weights, mechanism=law)
     alternatives: dict[str, float] = {}
     notes: list[str] = []
-    mixture = certify(averaged, k, delta, method="profile")
+    mixture = certify(averaged, k, delta, bound="profile")
     alternatives["mixture-profile"] = mixture.epsilon
     thresholds = None
     if isinstance(k, TruncatedNegativeBinomial):

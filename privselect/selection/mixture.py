@@ -79,7 +79,7 @@ class KMixtureCurve(DirectionalCurve):
 
 
 def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1e-12, bucket_ratio: float = 1.1,
-                      method: str = "prv", **accountant_options: Any) -> PrivacyProfile:
+                      accountant: str = "auto", **accountant_options: Any) -> PrivacyProfile:
     """Profile of K runs of ``base`` with everything released (K, every run, adaptive choices).
 
     ``tail`` bounds P[K > k_max] (added to delta); every k up to 32 is its own bucket, then
@@ -90,10 +90,10 @@ def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1
     if not isinstance(k_dist, KDistribution):
         raise TypeError(f"k must be a distribution of K, got {type(k_dist).__name__}")
     ends, probs, tail_mass = _buckets(k_dist, tail, bucket_ratio)
-    profiles = [privacy_profile(base.compose(int(k)), method=method, **accountant_options) for k in ends]
+    profiles = [privacy_profile(base.compose(int(k)), accountant=accountant, **accountant_options) for k in ends]
     p_zero = float(k_dist.pmf(0)) if k_dist.min_k == 0 else 0.0
     curve = KMixtureCurve(profiles, probs, p_zero, tail_mass)
-    return PrivacyProfile(curves=(curve,), method=f"k-mixture[{method}]", mechanism=base,
+    return PrivacyProfile(curves=(curve,), method=f"k-mixture[{accountant}]", mechanism=base,
                           description=f"K ~ {k_dist!r} adaptive runs, all released (mixture of k-fold compositions)",
                           metadata=(("bound", "mixture of k-fold compositions (K independent of the data)"),
                                     ("k_max", int(ends[-1])), ("buckets", len(ends))))

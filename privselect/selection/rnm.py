@@ -114,7 +114,7 @@ def candidates_factor(m: int, rounds: int) -> float:
 
 
 def rnm_profile(noise: Gaussian | Laplace, m: int, *, rounds: int = 1, monotone: bool = False,
-                method: str = "prv", **accountant_options) -> PrivacyProfile:
+                accountant: str = "auto", **accountant_options) -> PrivacyProfile:
     """Certified profile of ``rounds`` adaptive RNM releases among ``m`` candidates (KRW Thm 3.2, 3.3).
 
     delta(eps) <= min(1, m^rounds * delta_rounds(eps)), delta_rounds the profile of the
@@ -125,7 +125,8 @@ def rnm_profile(noise: Gaussian | Laplace, m: int, *, rounds: int = 1, monotone:
     m = check.positive_int("m", m)
     rounds = check.positive_int("rounds", rounds)
     scale = candidates_factor(m, rounds)
-    base = privacy_profile(rnm_noise_mechanism(noise, monotone).compose(rounds), method=method, **accountant_options)
+    base = privacy_profile(rnm_noise_mechanism(noise, monotone).compose(rounds), accountant=accountant,
+                           **accountant_options)
     theorem = "Koskela-Redberg-Wang 2024, Thm 3.2" if rounds == 1 else "Koskela-Redberg-Wang 2024, Thm 3.3"
     curve = ScaledShiftedCurve(base, scale=scale, label="rnm_candidates")
     return PrivacyProfile(curves=(curve,), method=f"rnm[{base.method}]", mechanism=base.mechanism,

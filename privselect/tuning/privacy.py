@@ -135,7 +135,7 @@ class _Cor62Check:
             raise CandidatePrivacyError(f"privacy(params) must return a Mechanism, got {type(mechanism).__name__}")
         if self.score_noise is not None:
             mechanism = compose(mechanism, self.score_noise)
-        if not meets_thresholds(mechanism, self.thresholds, method=self.accountant, **self.options):
+        if not meets_thresholds(mechanism, self.thresholds, accountant=self.accountant, **self.options):
             th = self.thresholds
             raise CandidatePrivacyError(
                 f"a drawn candidate ({mechanism!r}) exceeds the Cor. 6.2 thresholds ({th.eps1:.4g}, {th.delta1:.3g}) "
@@ -151,7 +151,7 @@ def k_released_certificate(base: Mechanism, k: KDistribution, delta: float, acco
     """
     from ..selection.mixture import k_mixture_profile
 
-    profile = k_mixture_profile(base, k, method=accountant, **options)
+    profile = k_mixture_profile(base, k, accountant=accountant, **options)
     epsilon = float(profile.epsilon(delta))
     return Certificate(epsilon=epsilon, delta=delta, method="mixture",
                        bound="mixture of k-fold compositions (K released)", alternatives={"mixture": epsilon}, k=k,

@@ -85,11 +85,11 @@ def privselect_bounds(case: Case) -> tuple[str, float, dict[str, tuple[float, fl
     """(method, certified eps, {direction: (lower, upper)}); CF below the PRV floor."""
     mech = case.mechanism()
     try:
-        prof = ps.privacy_profile(mech, method="prv", target_delta=case.delta)
+        prof = ps.privacy_profile(mech, accountant="prv", target_delta=case.delta)
         certified = float(prof.epsilon(case.delta))
         method = "prv"
     except CertificationError:
-        prof = ps.privacy_profile(mech, method="cf")
+        prof = ps.privacy_profile(mech, accountant="cf")
         certified = float(prof.epsilon(case.delta))
         method = "cf"
     per = {}

@@ -179,7 +179,7 @@ def selection_run_budget(epsilon: float, delta: float, k, score_fraction: float 
 
     def cert(eps_q: float) -> float:
         try:
-            return certify(run_mechanism((1 - f) * eps_q, f * eps_q, delta_q), k, delta, method="profile").epsilon
+            return certify(run_mechanism((1 - f) * eps_q, f * eps_q, delta_q), k, delta, bound="profile").epsilon
         except ValueError:
             return math.inf
 

@@ -1,0 +1,84 @@
+"""The PRV, CF and RDP accountants behind the :class:`~privselect.accounting.base.Accountant` interface.
+
+Thin adapters: the numerics live in :mod:`.prv`, :mod:`.cf` and :mod:`.rdp`. Each adapter's
+walk is its module's own reading of the mechanism (``readable_losses``, i.e.
+``plrv.privacy_losses`` by single dispatch on the mechanism type, for PRV and CF;
+``rdp.unsupported_part`` over ``rdp``'s single-dispatch registry for RDP), so the dry run
+``supports`` and ``profile`` read the mechanism the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..mechanisms import Mechanism
+from .base import Accountant, UnsupportedMechanismError, register_accountant
+from .profile import PrivacyProfile
+
+__all__ = ["PRV", "CF", "RDP"]
+
+
+@register_accountant("prv")
+class PRV(Accountant):
+    """PRV accountant (Gopi, Lee, Wutschitz 2021) with a certified bracket; options go to ``PRVAccountant``."""
+
+    name = "prv"
+
+    def __init__(self, **options: Any) -> None:
+        from .prv import PRVAccountant
+
+        self.options = options
+        self._impl = PRVAccountant(**options)  # validates the options now
+
+    def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
+        from .prv import readable_losses
+
+        readable_losses(mechanism)
+        return None if dry else self._impl.profile(mechanism)
+
+
+@register_accountant("cf")
+class CF(Accountant):
+    """Characteristic-function accountant (Zhu, Dong, Wang 2022); options go to ``CFAccountant``."""
+
+    name = "cf"
+
+    def __init__(self, **options: Any) -> None:
+        from .cf import CFAccountant
+
+        self.options = options
+        self._impl = CFAccountant(**options)
+
+    def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
+        from .cf import readable_losses
+
+        readable_losses(mechanism)
+        return None if dry else self._impl.profile(mechanism)
+
+
+@register_accountant("rdp")
+class RDP(Accountant):
+    """Renyi-DP curve and its conversion (an upper bound only; Mironov 2017, Canonne et al. 2020).
+
+    Options: ``orders`` and ``conversion`` (``"improved"`` or ``"classic"``; passed to
+    ``rdp_profile`` as its ``method``).
+    """
+
+    name = "rdp"
+
+    def __init__(self, *, orders: Any = None, conversion: str = "improved") -> None:
+        from . import rdp
+
+        self.options = {k: v for k, v in (("orders", orders), ("conversion", conversion)) if v is not None}
+        self._orders = rdp.DEFAULT_ORDERS if orders is None else orders
+        if conversion not in rdp.CONVERSIONS:
+            raise ValueError(f"conversion must be one of {list(rdp.CONVERSIONS)}, got {conversion!r}")
+        self._conversion = conversion
+
+    def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
+        from . import rdp
+
+        missing = rdp.unsupported_part(mechanism)
+        if missing is not None:
+            raise UnsupportedMechanismError(f"rdp accountant: no RDP curve for {missing} (in {mechanism!r})")
+        return None if dry else rdp.rdp_profile(mechanism, orders=self._orders, method=self._conversion)

@@ -1,0 +1,99 @@
+"""The Accountant interface, the registry and "auto" (issue 14, Build 1-3)."""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import privselect as ps
+from privselect.accounting import Accountant, UnsupportedMechanismError, accountant, accountant_names
+
+
+@dataclass(frozen=True)
+class _Unknown(ps.Mechanism):
+    pass
+
+
+MECHANISMS = [
+    ps.Gaussian(1.0).compose(3),
+    ps.Laplace(2.0).poisson_subsample(0.1).compose(5),
+    ps.compose(ps.Gaussian(1.0), ps.RandomizedResponse(0.7)),
+    ps.compose(ps.Gaussian(1.0), _Unknown()),
+    _Unknown(),
+]
+
+
+def test_registry_names_and_instances():
+    assert accountant_names()[0] == "auto"
+    assert set(accountant_names()) >= {"auto", "exact", "prv", "cf", "rdp"}
+    for name in accountant_names():
+        acc = accountant(name)
+        assert isinstance(acc, Accountant) and acc.name == name
+        assert accountant(acc) is acc
+    with pytest.raises(ValueError, match="accountant must be one of"):
+        accountant("moments")
+    with pytest.raises(TypeError, match="accountant"):
+        accountant(3)
+
+
+@pytest.mark.parametrize("name", ["exact", "prv", "cf", "rdp", "auto"])
+@pytest.mark.parametrize("mechanism", MECHANISMS, ids=repr)
+def test_supports_is_a_dry_run_of_profile(name, mechanism):
+    """supports() says None exactly when profile() builds, and names the failing piece otherwise."""
+    acc = accountant(name)
+    reason = acc.supports(mechanism)
+    if reason is None:
+        prof = acc.profile(mechanism)
+        assert isinstance(prof, ps.PrivacyProfile)
+        assert dict(prof.metadata)["accountant"] in (name, "exact")
+    else:
+        assert isinstance(reason, str) and reason
+        with pytest.raises(UnsupportedMechanismError) as info:
+            acc.profile(mechanism)
+        if "_Unknown" in reason:
+            assert "_Unknown" in str(info.value)
+
+
+def test_supports_rejects_non_mechanisms_and_profile_raises_type_error():
+    for name in accountant_names():
+        assert "str" in accountant(name).supports("gaussian")
+        with pytest.raises(TypeError, match="Mechanism"):
+            accountant(name).profile("gaussian")
+
+
+def test_auto_uses_exact_for_gaussian_compositions():
+    m = ps.compose(ps.Gaussian(2.0).compose(7), ps.Gaussian(3.0))
+    prof = ps.privacy_profile(m)
+    assert dict(prof.metadata)["accountant"] == "exact"
+    mu = math.sqrt(7 / 4 + 1 / 9)
+    assert prof.epsilon(1e-6) == pytest.approx(float(ps.gaussian_epsilon(1e-6, mu)), rel=1e-12)
+
+
+def test_auto_is_the_pointwise_best_of_what_it_ran():
+    m = ps.Gaussian(1.1).poisson_subsample(0.01).compose(100)
+    auto = ps.privacy_profile(m)
+    deltas = np.array([1e-3, 1e-5, 1e-8])
+    upper = auto.epsilon(deltas)
+    prv = ps.privacy_profile(m, accountant="prv").epsilon(deltas)
+    rdp = ps.privacy_profile(m, accountant="rdp").epsilon(deltas)
+    assert np.all(upper <= np.minimum(prv, rdp))
+    lower = auto.epsilon_bounds(deltas)[0]
+    assert np.all(lower >= ps.privacy_profile(m, accountant="prv").epsilon_bounds(deltas)[0])
+    assert set(auto.epsilon_source(deltas)) <= {"prv", "cf", "rdp"}
+    eps = np.array([0.1, 1.0, 3.0])
+    assert np.all(auto.delta(eps) <= ps.privacy_profile(m, accountant="prv").delta(eps))
+
+
+def test_auto_answers_every_delta_down_to_1e_30():
+    m = ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(200)
+    prof = ps.privacy_profile(m)
+    deltas = np.array([0.5, 1e-5, 1e-12, 1e-20, 1e-30])
+    lower, upper = prof.epsilon_bounds(deltas)
+    assert np.all(np.isfinite(upper)) and np.all(np.diff(upper) > 0) and np.all(lower <= upper)
+    assert prof.epsilon_source(1e-30) == "cf"
+
+
+def test_old_method_keyword_is_a_clear_error():
+    with pytest.raises(TypeError, match="renamed.*accountant="):
+        ps.privacy_profile(ps.Gaussian(1.0), method="prv")

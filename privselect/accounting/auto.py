@@ -62,6 +62,14 @@ class LazyMember:
         return self._profile
 
 
+def _floor_of(profile: PrivacyProfile) -> float:
+    """The member's smallest certifiable delta (1 if even its error budget cannot be computed)."""
+    try:
+        return profile.error_budget.min_delta
+    except _BUILD_ERRORS:
+        return 1.0
+
+
 class PointwiseMinCurve(DirectionalCurve):
     """min over members of the upper bounds, max of the lower bounds (each member: max over directions).
 
@@ -81,7 +89,12 @@ class PointwiseMinCurve(DirectionalCurve):
     @property
     def error_budget(self) -> ErrorBudget:  # type: ignore[override]
         profiles = self._profiles(self.eager) + [(m.name, m.get()) for m in self.fallback if m._profile is not None]
-        budgets = [(name, p.error_budget) for name, p in profiles]
+        budgets = []
+        for name, p in profiles:
+            try:
+                budgets.append((name, p.error_budget))
+            except _BUILD_ERRORS:
+                continue
         if not budgets:
             return ErrorBudget(eps_error=math.inf, delta_error=math.inf, min_delta=1.0)
         # The min/max bracket is no wider than any member's bracket; the floor is the lowest one.
@@ -94,12 +107,22 @@ class PointwiseMinCurve(DirectionalCurve):
 
     # -- the table of member brackets ------------------------------------------------------
 
-    def _table(self, query: np.ndarray, bracket, needs_fallback) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """Names, lower and upper brackets of the eager members (and the fallback ones if needed)."""
-        rows = [(name, *bracket(prof, query)) for name, prof in self._profiles(self.eager)]
+    def _table(self, query: np.ndarray, bracket, trivial, needs_fallback) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Names, lower and upper brackets of the eager members (and the fallback ones if needed).
+
+        A member whose query fails numerically contributes the ``trivial`` bracket (valid, never chosen).
+        """
+        def row(name: str, prof: PrivacyProfile):
+            try:
+                return (name, *bracket(prof, query))
+            except _BUILD_ERRORS as exc:
+                logger.debug("auto: %s accountant failed at query time: %s", name, exc)
+                return (name, *trivial(query))
+
+        rows = [row(name, prof) for name, prof in self._profiles(self.eager)]
         eager_ok = all(m.get() is not None for m in self.eager)
         if not rows or not eager_ok or needs_fallback(query, rows):
-            rows += [(name, *bracket(prof, query)) for name, prof in self._profiles(self.fallback)]
+            rows += [row(name, prof) for name, prof in self._profiles(self.fallback)]
         if not rows:
             raise CertificationError("no accountant could build a profile of this mechanism: "
                                      + "; ".join(f"{m.name}: {m.failure}" for m in self.eager + self.fallback))
@@ -120,14 +143,15 @@ class PointwiseMinCurve(DirectionalCurve):
 
     def _floor(self) -> float:
         """The lowest positive floating-point floor among the eager members (inf if none has one)."""
-        floors = [p.error_budget.min_delta for _, p in self._profiles(self.eager)]
+        floors = [_floor_of(p) for _, p in self._profiles(self.eager)]
         return min((f for f in floors if f > 0), default=math.inf)
 
     # -- delta(eps) ---------------------------------------------------------------------
 
     def _delta_table(self, e: np.ndarray):
         near_floor = lambda q, rows: bool((np.min([r[2] for r in rows], axis=0) <= _FLOOR_MARGIN * self._floor()).any())  # noqa: E731
-        return self._table(e, lambda prof, q: prof.delta_bounds(q), near_floor)
+        return self._table(e, lambda prof, q: prof.delta_bounds(q), lambda q: (np.zeros(q.shape), np.ones(q.shape)),
+                           near_floor)
 
     def delta_bounds(self, eps):
         return self._best(self._delta_table(np.asarray(eps, dtype=float)))
@@ -141,7 +165,7 @@ class PointwiseMinCurve(DirectionalCurve):
     @staticmethod
     def _eps_of(prof: PrivacyProfile, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The member's bracket on eps(delta); (-inf, +inf) where delta is at or below its floor."""
-        ok = d > prof.error_budget.min_delta
+        ok = d > _floor_of(prof)
         lower = np.full(d.shape, -np.inf)
         upper = np.full(d.shape, np.inf)
         if ok.any():
@@ -149,7 +173,8 @@ class PointwiseMinCurve(DirectionalCurve):
         return lower, upper
 
     def _eps_table(self, d: np.ndarray):
-        return self._table(d, self._eps_of, lambda q, rows: bool((q <= self._floor()).any()))
+        return self._table(d, self._eps_of, lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
+                           lambda q, rows: bool((q <= self._floor()).any()))
 
     def epsilon_bounds(self, delta):
         return self._best(self._eps_table(np.asarray(delta, dtype=float)))

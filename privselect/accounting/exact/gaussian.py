@@ -62,7 +62,8 @@ def _checked_square(mechanism: Mechanism) -> Fraction:
 
 def _sqrt_bracket(square: Fraction) -> tuple[float, float]:
     """Adjacent doubles (low, high) with low^2 <= square <= high^2 (high = inf beyond the range)."""
-    x = math.sqrt(float(square)) if square <= Fraction(_MAX) else _MAX
+    k = (square.denominator.bit_length() - square.numerator.bit_length()) // 2  # square * 4^k ~ 1
+    x = math.ldexp(math.sqrt(float(square * Fraction(4) ** k)), -k)  # within a few ulps
     while Fraction(x) ** 2 > square:
         x = math.nextafter(x, 0.0)
     low = x

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from privselect.accounting import Accountant, UnsupportedMechanismError, accountant, accountant_names
+from privselect.accounting import Accountant, UnsupportedMechanismError, get_accountant, accountant_names
 
 
 @dataclass(frozen=True)
@@ -28,20 +28,20 @@ def test_registry_names_and_instances():
     assert accountant_names()[0] == "auto"
     assert set(accountant_names()) >= {"auto", "exact", "prv", "cf", "rdp"}
     for name in accountant_names():
-        acc = accountant(name)
+        acc = get_accountant(name)
         assert isinstance(acc, Accountant) and acc.name == name
-        assert accountant(acc) is acc
+        assert get_accountant(acc) is acc
     with pytest.raises(ValueError, match="accountant must be one of"):
-        accountant("moments")
+        get_accountant("moments")
     with pytest.raises(TypeError, match="accountant"):
-        accountant(3)
+        get_accountant(3)
 
 
 @pytest.mark.parametrize("name", ["exact", "prv", "cf", "rdp", "auto"])
 @pytest.mark.parametrize("mechanism", MECHANISMS, ids=repr)
 def test_supports_is_a_dry_run_of_profile(name, mechanism):
     """supports() says None exactly when profile() builds, and names the failing piece otherwise."""
-    acc = accountant(name)
+    acc = get_accountant(name)
     reason = acc.supports(mechanism)
     if reason is None:
         prof = acc.profile(mechanism)
@@ -57,9 +57,9 @@ def test_supports_is_a_dry_run_of_profile(name, mechanism):
 
 def test_supports_rejects_non_mechanisms_and_profile_raises_type_error():
     for name in accountant_names():
-        assert "str" in accountant(name).supports("gaussian")
+        assert "str" in get_accountant(name).supports("gaussian")
         with pytest.raises(TypeError, match="Mechanism"):
-            accountant(name).profile("gaussian")
+            get_accountant(name).profile("gaussian")
 
 
 def test_auto_uses_exact_for_gaussian_compositions():

@@ -210,9 +210,9 @@ class _Unknown(ps.Mechanism):
 
 
 def test_supports_names_the_failing_component():
-    from privselect.accounting import accountant
+    from privselect.accounting import get_accountant
 
-    acc = accountant("cf")
+    acc = get_accountant("cf")
     assert acc.supports(ps.compose(ps.Gaussian(1.0), ps.Laplace(2.0).poisson_subsample(0.1))) is None
     m = ps.compose(ps.Gaussian(1.0), _Unknown())
     assert "_Unknown" in acc.supports(m)

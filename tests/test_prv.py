@@ -265,9 +265,9 @@ def test_supports_and_unsupported_mechanism():
     class Mystery(ps.Mechanism):
         pass
 
-    from privselect.accounting import accountant
+    from privselect.accounting import get_accountant
 
-    acc = accountant("prv")
+    acc = get_accountant("prv")
     assert acc.supports(ps.Gaussian(1.0).poisson_subsample(0.1).compose(3)) is None
     assert acc.supports(ps.Gaussian(1.0)) is None
     assert "Mystery" in acc.supports(Mystery())

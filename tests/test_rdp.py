@@ -371,15 +371,15 @@ class _Unknown(ps.Mechanism):
 
 
 def test_supports_rdp_dry_run():
-    from privselect.accounting import accountant
+    from privselect.accounting import get_accountant
 
     for m in (ps.Gaussian(1.0), ps.Laplace(1.0), ps.RandomizedResponse(0.7), ps.PureDP(1.0),
               ps.ApproxDP(1.0, 1e-6), ps.Gaussian(1.0).poisson_subsample(0.1),
               ps.Laplace(1.0).sample_without_replacement(0.1), ps.compose(ps.Gaussian(1.0), ps.Laplace(2.0))):
-        assert accountant("rdp").supports(m) is None
-    assert "_Unknown" in accountant("rdp").supports(_Unknown())
-    assert "_Unknown" in accountant("rdp").supports(ps.compose(ps.Gaussian(1.0), _Unknown()))
-    assert "str" in accountant("rdp").supports("gaussian")
+        assert get_accountant("rdp").supports(m) is None
+    assert "_Unknown" in get_accountant("rdp").supports(_Unknown())
+    assert "_Unknown" in get_accountant("rdp").supports(ps.compose(ps.Gaussian(1.0), _Unknown()))
+    assert "str" in get_accountant("rdp").supports("gaussian")
     with pytest.raises(ValueError, match="_Unknown"):
         rdp.rdp_curve(ps.compose(ps.Gaussian(1.0), _Unknown()), [2.0])
 

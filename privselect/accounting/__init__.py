@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..mechanisms import Mechanism
-from .base import ACCOUNTANTS, Accountant, UnsupportedMechanismError, accountant, accountant_names, register_accountant
+from .base import (ACCOUNTANTS, Accountant, UnsupportedMechanismError, accountant_names, get_accountant,
+                   register_accountant)
 from .profile import CertificationError, ErrorBudget, PrivacyProfile, gaussian_delta, gaussian_epsilon, gdp_profile
 from . import adapters as _adapters  # noqa: F401  (registers "prv", "cf", "rdp")
 from . import exact as _exact  # noqa: F401  (registers "exact")
@@ -24,7 +25,7 @@ from . import auto as _auto  # noqa: F401  (registers "auto")
 __all__ = [
     "privacy_profile",
     "Accountant",
-    "accountant",
+    "get_accountant",
     "accountant_names",
     "register_accountant",
     "ACCOUNTANTS",
@@ -66,8 +67,5 @@ def privacy_profile(mechanism: Mechanism | PrivacyProfile, accountant: str | Acc
         return mechanism
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a privselect Mechanism or PrivacyProfile, got {type(mechanism).__name__}")
-    return _resolve(accountant, options).profile(mechanism)
+    return get_accountant(accountant, **options).profile(mechanism)
 
-
-def _resolve(name: str | Accountant, options: dict[str, Any]) -> Accountant:
-    return globals()["accountant"](name, **options) if not isinstance(name, Accountant) or options else name

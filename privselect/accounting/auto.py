@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..mechanisms import Mechanism
-from .base import Accountant, UnsupportedMechanismError, accountant, register_accountant
+from .base import Accountant, UnsupportedMechanismError, get_accountant, register_accountant
 from .profile import CertificationError, DirectionalCurve, ErrorBudget, PrivacyProfile
 
 __all__ = ["Auto", "MinProfile", "LazyMember"]
@@ -227,7 +227,7 @@ class Auto(Accountant):
         self.options = options
         per = {name: dict(options.get(name) or {}) for name in self.order}
         per["prv"].update({key: value for key, value in options.items() if key not in self.order})
-        self._members = {name: accountant(name, **per[name]) for name in self.order}
+        self._members = {name: get_accountant(name, **per[name]) for name in self.order}
 
     def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
         reasons = {name: acc.supports(mechanism) for name, acc in self._members.items()}

@@ -6,7 +6,7 @@ Each accountant reads the mechanism in ONE walk (:meth:`Accountant._walk`), buil
 walk dry (no numerics), so the check cannot drift from the computation (the idea of
 dp-accounting's ``PrivacyAccountant.supports``).
 
-Accountants are found by name: ``accountant("prv", eps_error=1e-3)``. Registered names:
+Accountants are found by name: ``get_accountant("prv", eps_error=1e-3)``. Registered names:
 ``"auto"`` (the tightest certified answer among the accountants it runs; the default),
 ``"exact"``, ``"prv"``, ``"cf"`` and ``"rdp"``.
 """
@@ -25,7 +25,7 @@ __all__ = [
     "Accountant",
     "UnsupportedMechanismError",
     "register_accountant",
-    "accountant",
+    "get_accountant",
     "accountant_names",
     "ACCOUNTANTS",
 ]
@@ -101,7 +101,7 @@ ACCOUNTANTS: Mapping[str, Callable[..., Accountant]] = _REGISTRY
 
 
 def register_accountant(name: str) -> Callable[[Callable[..., Accountant]], Callable[..., Accountant]]:
-    """Class decorator: make ``accountant(name, **options)`` build ``cls(**options)``."""
+    """Class decorator: make ``get_accountant(name, **options)`` build ``cls(**options)``."""
 
     def decorate(factory: Callable[..., Accountant]) -> Callable[..., Accountant]:
         if name in _REGISTRY and _REGISTRY[name] is not factory:
@@ -117,14 +117,14 @@ def accountant_names() -> tuple[str, ...]:
     return tuple(sorted(_REGISTRY, key=lambda n: (n != "auto", n)))
 
 
-def accountant(name: str | Accountant = "auto", **options: Any) -> Accountant:
+def get_accountant(name: str | Accountant = "auto", **options: Any) -> Accountant:
     """The accountant registered under ``name``, built with ``options``.
 
     An :class:`Accountant` instance passes through (then no options may be given).
     """
     if isinstance(name, Accountant):
         if options:
-            raise ValueError("options cannot be applied to an already built Accountant")
+            raise ValueError(f"options {sorted(options)} cannot be applied to an already built Accountant")
         return name
     if not isinstance(name, str):
         raise TypeError(f"accountant must be a name in {accountant_names()} or an Accountant, "

@@ -29,7 +29,7 @@ import numpy as np
 from scipy import special
 
 from .. import _validation as check
-from ..accounting import privacy_profile, rdp
+from ..accounting import get_accountant, privacy_profile, rdp
 from ..accounting.dominating import PoissonSplit, ProfileMechanism
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
 from ..mechanisms import Mechanism, compose
@@ -166,7 +166,7 @@ def certify_pipeline(base: Mechanism | PrivacyProfile, k: KDistribution, delta: 
     if final_data == "complement":
         notes.append("rdp: no RDP route for a final run on the complement of the tuning subsample")
     elif isinstance(mechanism, Mechanism) and supports_rdp_selection(mechanism, k) is None \
-            and (final is None or rdp.supports_rdp(final)):
+            and (final is None or get_accountant("rdp").supports(final) is None):
         results["rdp"] = pipeline_rdp_epsilon(mechanism, k, delta, final=final, tuning_rate=rate)
     else:
         notes.append("rdp: no RDP route for this base, K law or final run")

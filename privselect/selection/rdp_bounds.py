@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ..accounting import accountant, rdp
+from ..accounting import get_accountant, rdp
 from ..mechanisms import Mechanism
 from .distributions import KDistribution, Poisson, TruncatedNegativeBinomial
 
@@ -35,7 +35,7 @@ def supports_rdp_selection(base: Mechanism, k_dist: KDistribution) -> str | None
         return "the Papernot-Steinke Poisson bound (KRW Thm 5.6) needs mean >= 1 (log(m) must be >= 0)"
     if not isinstance(base, Mechanism):
         return "the RDP baseline needs a mechanism description, not a built profile"
-    reason = accountant("rdp").supports(base)
+    reason = get_accountant("rdp").supports(base)
     if reason is not None:
         return reason
     return None

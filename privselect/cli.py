@@ -153,9 +153,10 @@ def _k_from_spec(spec: tuple[str, float, dict[str, float]]) -> Any:
 
 
 def _accountants() -> tuple[str, ...]:
-    from .accounting import METHODS
+    """The registered accountant names ("auto" first), from the accounting registry."""
+    from .accounting import accountant_names
 
-    return tuple(METHODS)
+    return accountant_names()
 
 
 def _one_run(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
@@ -200,8 +201,8 @@ def _certify(args: argparse.Namespace) -> int:
         return _certify_selection(args, mechanism, resolved)
     from .accounting import CertificationError, privacy_profile
 
-    accountants = _accountants() if args.accountant in (None, "all") else (args.accountant,)
-    explicit = args.accountant not in (None, "all")
+    explicit = args.accountant != "all"
+    accountants = (args.accountant or "auto",) if explicit else tuple(n for n in _accountants() if n != "auto")
     rows = []
     for name in accountants:
         try:
@@ -212,8 +213,8 @@ def _certify(args: argparse.Namespace) -> int:
                 raise ValueError(f"argument --accountant {name}: {exc}") from None
             rows.append({"accountant": name, "error": str(exc)})
             continue
-        rows.append({"accountant": name, "epsilon_lower": None if name == "rdp" else float(lower),
-                     "epsilon": float(upper), "certified": bool(getattr(profile, "certified", True)),
+        rows.append({"accountant": name, "epsilon_lower": float(lower) if lower > 0 else None,
+                     "epsilon": float(upper), "certified": bool(profile.certified), "how": profile.description,
                      "error_budget": profile.error_budget.to_dict()})
     certified = [r for r in rows if r.get("certified")]
     if not certified:
@@ -236,7 +237,8 @@ def _certify(args: argparse.Namespace) -> int:
         low = "-" if r["epsilon_lower"] is None else f"{r['epsilon_lower']:.4f}"
         print(f"{r['accountant']:<12}{low:>12}{r['epsilon']:>12.4f}" + ("" if r["certified"] else
                                                                         "  (an estimate: not certified)"))
-    print(f"certified: ({best['epsilon']:.4f}, {args.delta:g})-DP by the {best['accountant']} accountant")
+    how = f" ({best['how']})" if best["accountant"] == "auto" and best["how"] else ""
+    print(f"certified: ({best['epsilon']:.4f}, {args.delta:g})-DP by the {best['accountant']} accountant{how}")
     return 0
 
 
@@ -320,8 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--delta", type=_flag(_number, check.open_unit), default=DEFAULT_DELTA,
                       help=f"target delta (default: {DEFAULT_DELTA:g})")
     cert.add_argument("--accountant", choices=[*_accountants(), "all"], default=None,
-                      help="accountant for the run's privacy profile (default: every accountant for one run, "
-                           "the library's default with --k)")
+                      help="accountant of the run's privacy profile (default: auto, the smallest certified bound "
+                           "of those it runs; 'all' prints every accountant's answer for one run)")
     cert.add_argument("--k", type=_k_spec, metavar="LAW:MEAN",
                       help="certify releasing the best of K runs, K ~ LAW with that mean (e.g. geometric:10)")
     cert.add_argument("--json", action="store_true", help="print the certificate as JSON (and nothing else)")

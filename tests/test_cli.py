@@ -24,6 +24,14 @@ def _error(argv, capsys) -> str:
     return capsys.readouterr().err
 
 
+def test_default_accountant_is_the_librarys(capsys):
+    code, out = _run(["certify", "--steps", "200", "--json"], capsys)
+    report = json.loads(out)
+    expected = ps.privacy_profile(ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(200))
+    assert code == 0 and report["accountant"] == "auto"
+    assert report["epsilon"] == pytest.approx(float(expected.epsilon_bounds(1e-5)[1]), rel=1e-12)
+
+
 def test_certify_defaults_to_the_dpsgd_example(capsys):
     code, out = _run(["certify", "--accountant", "rdp", "--json"], capsys)
     report = json.loads(out)
@@ -114,10 +122,10 @@ def test_console_script_module_entry_point():
 
 
 def test_one_run_table_reports_the_smallest_certified_bound_only(capsys):
-    code, out = _run(["certify", "--steps", "200", "--json"], capsys)
+    code, out = _run(["certify", "--steps", "200", "--accountant", "all", "--json"], capsys)
     report = json.loads(out)
     rows = [r for r in report["results"] if "epsilon" in r]
-    assert code == 0 and rows
+    assert code == 0 and {r["accountant"] for r in report["results"]} == {"prv", "cf", "rdp", "exact"}
     assert report["epsilon"] == min(r["epsilon"] for r in rows if r["certified"])
     assert all(r["certified"] for r in rows if r["accountant"] == report["accountant"])
 

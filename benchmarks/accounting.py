@@ -116,6 +116,8 @@ def matrix(rows: dict, repeat: int, accountants: tuple[str, ...]) -> list[dict]:
             prv, prv_s = _cell(lambda: prv_accountant_epsilon(parts, delta), repeat)
             for acc in ("default",) + accountants:
                 opts = {} if acc == "default" else {"method": acc}
+                if acc == "prv":
+                    opts["target_delta"] = delta  # PRV sizes its error terms for the query delta
                 eps, sec = _cell(lambda: default_epsilon(parts, delta, **opts), repeat)
                 row = {"row": name, "delta": delta, "accountant": acc, "eps": eps, "seconds": sec,
                        "pld_eps": pld, "pld_seconds": pld_s, "prv_eps": prv, "prv_seconds": prv_s}

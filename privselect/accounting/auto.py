@@ -64,8 +64,8 @@ class LazyMember:
 
 def _floor_of(profile: PrivacyProfile) -> float:
     """The member's smallest certifiable delta (1 if even its error budget cannot be computed)."""
-    try:
-        return profile.error_budget.min_delta
+    try:  # per curve: CF's error_budget evaluates its terms at reference points (seconds)
+        return max(c.min_delta for c in profile.curves)
     except _BUILD_ERRORS:
         return 1.0
 
@@ -84,7 +84,8 @@ class PointwiseMinCurve(DirectionalCurve):
 
     # members that are available now
     def _profiles(self, members: list[LazyMember]) -> list[tuple[str, PrivacyProfile]]:
-        return [(m.name, p) for m in members for p in (m.get(),) if p is not None]
+        # an uncertified profile (an error estimate, e.g. CF's quadrature of a subsampled Laplace) never answers
+        return [(m.name, p) for m in members for p in (m.get(),) if p is not None and p.certified]
 
     @property
     def error_budget(self) -> ErrorBudget:  # type: ignore[override]

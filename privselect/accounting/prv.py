@@ -103,6 +103,8 @@ DELTA_OPTION_MIN = 1e-300  # target_delta and delta_error in [DELTA_OPTION_MIN, 
 MAX_STEP_LOSS = math.sqrt(sys.float_info.max) / MAX_COMPOSITIONS
 #: Compose in long double when target_delta < this x the number of compositions.
 _EXTENDED_BELOW_PER_STEP = 5e-12
+#: Largest FFT size the relative refinement aims for (unless the first build was larger).
+_REFINE_POINTS = 1 << 21
 #: Smallest eps scale the relative refinement sizes eps_error from (answers of exactly 0).
 _MIN_EPS_SCALE = 1e-9
 
@@ -235,9 +237,13 @@ class PRVAccountant:
             # Size the slack relative to the answer: the scale above is an upper bound on
             # eps(target_delta) that can be far too large (RDP conversion of a small loss, the
             # 0.1 floor); rebuild at rel_eps_error times the estimate read off this build.
+            first_points = max(c.n for c in curves)
             for _ in range(3):
                 estimate = max(float(np.abs(c.epsilon_estimate(self.target_delta))) for c in curves)
                 wanted = self.rel_eps_error * max(estimate, _MIN_EPS_SCALE)
+                # the cost grows like 1/eps_error: at most _REFINE_POINTS points (or 8x the first build)
+                points = max(c.n for c in curves)
+                wanted = max(wanted, eps_target * points / max(8 * first_points, _REFINE_POINTS))
                 if not (math.isfinite(estimate) and wanted < 0.5 * eps_target):
                     break
                 try:

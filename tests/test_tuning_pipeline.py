@@ -132,3 +132,22 @@ def test_pipeline_options_are_validated():
         ps.FinalRun(_final, "DP-SGD")
     with pytest.raises(ValueError, match="reveal_k"):
         _tuner(final=ps.FinalRun(_final, RUN), reveal_k=True)
+
+
+def test_private_study_final_run():
+    from privselect.integrations.optuna import PrivateStudy
+
+    X, y = _data()
+
+    def objective(trial):
+        return trial.suggest_categorical("lr", [0.1, 0.2, 0.3])
+
+    final = ps.FinalRun(lambda params, data, rng: {"lr": params["lr"], "rows": len(X)}, RUN)
+    result = PrivateStudy(RUN, K, 1e-5, seed=3, backend="sequential", final=final).optimize(objective)
+    assert result.final_output == {"lr": result.best_params["lr"], "rows": N}
+    assert result.certificate.epsilon == certify_pipeline(RUN, K, 1e-5, final=RUN).epsilon
+    with pytest.raises(ValueError, match="final"):
+        PrivateStudy(RUN, K, 1e-5, final=ps.FinalRun(_final, RUN, data="complement"))
+    leaky = ps.FinalRun(lambda params, data, rng: rng, RUN)
+    with pytest.raises(RandomnessLeakError):
+        PrivateStudy(RUN, K, 1e-5, seed=3, backend="sequential", final=leaky).optimize(objective)

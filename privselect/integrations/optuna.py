@@ -44,6 +44,7 @@ refused; use ``trial.suggest_categorical`` over the grid values instead.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -57,7 +58,9 @@ from ..errors import PrivateStudyError
 from ..mechanisms import Gaussian, Laplace, Mechanism
 from ..selection.certificate import Certificate
 from ..selection.distributions import KDistribution
+from ..selection.pipeline import certify_pipeline
 from ..tuning.engine import RunSeeds, SelectionPlan, TrainerContractError, dry_run, run_selection, silenced
+from ..tuning.pipeline import FinalRun, run_pipeline
 from ..tuning.privacy import CandidatePrivacyError, RunPrivacy
 from ..tuning.space import Choice, Distribution, IntLogUniform, IntUniform, LogUniform, Uniform, validate_space
 from ..tuning.tuner import check_signature
@@ -84,6 +87,7 @@ class PrivateStudyResult:
     selected: bool
     certificate: Certificate
     n_trials: int | None = None  # K, released only with reveal_k=True or adaptive=True
+    final_output: Any = None  # the final run's model, when the study was given final=
 
     def __repr__(self) -> str:
         k = "" if self.n_trials is None else f", n_trials={self.n_trials}"
@@ -287,7 +291,7 @@ class PrivateStudy:
                  backend: str = "loky", progress: bool = False, score_noise: Gaussian | Laplace | None = None,
                  base_epsilon: float | None = None, privacy_space: Mapping[str, Distribution] | None = None,
                  release: str = "refuse", accountant: str = "prv",
-                 accountant_options: dict[str, Any] | None = None):
+                 accountant_options: dict[str, Any] | None = None, final: FinalRun | None = None):
         optuna = _optuna()
         if storage is not None:
             raise PrivateStudyError(
@@ -314,6 +318,13 @@ class PrivateStudy:
             raise ValueError("adaptive=True runs the trials one after another (the sampler needs each value): "
                              "use n_jobs=1")
         self._certificate: Certificate | None = None
+        # final=FinalRun(train, privacy): train(best_params, None, rng) on the full data (it closes over the data,
+        # as the objective does; subsampled tuning needs the data itself: use PrivateTuner(tuning_rate=...)).
+        fixed = isinstance(privacy, (Mechanism, PrivacyProfile)) and not (self.adaptive or self.reveal_k)
+        if final is not None and not (isinstance(final, FinalRun) and final.data == "full" and fixed):
+            raise ValueError("final= takes a privselect.FinalRun on the full data (data='full'), with privacy a Mechanism "
+                             "or PrivacyProfile, adaptive=False and reveal_k=False")
+        self.final = final
 
     privacy = property(lambda self: self._privacy.privacy, doc="The privacy of one trial, as declared.")
     k = property(lambda self: self._plan.k)
@@ -341,6 +352,9 @@ class PrivateStudy:
     @property
     def certificate(self) -> Certificate:
         """Certificate of the whole search (computed before any trial; data-independent)."""
+        if self._certificate is None and self.final is not None:
+            self._certificate = certify_pipeline(self._privacy.base, self.k, self.delta, final=self.final.privacy,
+                                                 **self.accountant_options)
         if self._certificate is None:
             self._certificate = self._privacy.certificate(self.k, self.delta, reveal_k=self.adaptive or self.reveal_k,
                                                           accountant=self.accountant,
@@ -377,12 +391,13 @@ class PrivateStudy:
         try:
             if self._sampler is None:
                 task = _ObjectiveTask(objective, self.privacy_space, self._candidate_check())
-                selected = run_selection(task, None, self._plan)
+                selected, final_output = run_pipeline(task, None, self._plan, final=self.final, tuning_rate=1.0)
             else:
-                selected = self._optimize_adaptive(objective)
+                selected, final_output = self._optimize_adaptive(objective), None
         except _Pruned as exc:
             raise PrivateStudyError(f"{exc.args[0]} was called: {_PRUNING}") from None
-        return self._result(selected, certificate)
+        result = self._result(selected, certificate)
+        return dataclasses.replace(result, final_output=final_output) if final_output is not None else result
 
     def _optimize_adaptive(self, objective):
         optuna = _optuna()

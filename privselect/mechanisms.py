@@ -4,24 +4,32 @@ A mechanism description says which noise is added with which parameters; it
 carries no numerics. Accountants (``privselect.accounting``) interpret these
 descriptions: each one registers how it reads every description it supports.
 
-Conventions
------------
-* Noise-multiplier parametrisation: ``Gaussian(s, sensitivity=D)`` adds N(0, (s * D)^2)
-  noise to a query of sensitivity D, so its privacy does not depend on D: the dominating
-  pair is (N(mu, 1), N(0, 1)) with ``mu = 1 / s``. Likewise ``Laplace(b, sensitivity=D)``
-  adds Lap(b * D) and is (1/b)-DP. ``sensitivity`` only says how much noise to draw
-  (e.g. for the tuner's ``score_noise``).
-* Neighbouring relation: the base descriptions are dominating pairs for whatever
-  relation their ``sensitivity`` is measured under. Poisson subsampling is
-  certified for add/remove neighbours (both directions, Zhu, Dong, Wang 2022,
-  Thm 11(1)). Sampling without replacement expects the base to be described under
-  replace-one neighbours (use the replace-one sensitivity, e.g. twice the clipping
-  norm for a clipped sum) and is certified for add/remove neighbours of the
-  sampled mechanism (Zhu, Dong, Wang 2022, Thm 11(2)).
+Conventions (one meaning of each parameter, everywhere)
+-------------------------------------------------------
+* ``sensitivity`` is the query's sensitivity under the mechanism's own neighbouring
+  ``relation`` (default :attr:`NeighbouringRelation.ADD_REMOVE`: for a clipped sum, the
+  clipping norm). ``Gaussian(s, sensitivity=D)`` adds N(0, (s * D)^2) noise (Opacus and
+  TF-Privacy's noise multiplier), so it is exactly mu-GDP with ``mu = 1 / s`` under its
+  relation, whatever D. Likewise ``Laplace(b, sensitivity=D)`` adds Lap(b * D) and is
+  (1/b)-DP. ``PureDP`` / ``ApproxDP`` / ``RandomizedResponse`` state their guarantee under
+  their ``relation``.
+* Under replace-one neighbours an add/remove description is worth twice as much: replacing
+  a record is removing it and adding another, so the replace-one sensitivity is at most
+  twice the add/remove one (group privacy of size 2 for the black boxes).
+  :meth:`Mechanism.under_replace_one` gives that description (same noise, doubled
+  sensitivity).
+* Poisson subsampling needs an add/remove base and is certified for add/remove neighbours,
+  both directions (Zhu, Dong, Wang 2022, Thm 11(1)). Sampling without replacement takes its
+  privacy from the base's replace-one description (:attr:`SampledWithoutReplacement.replace_one_base`,
+  derived automatically from an add/remove base: write the clipping norm and the correct,
+  larger epsilon follows) and is certified for add/remove neighbours of the full data set
+  (Zhu, Dong, Wang 2022, Thm 11(2)).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -30,6 +38,8 @@ from typing import Iterator
 from . import _validation as check
 
 __all__ = [
+    "NeighbouringRelation",
+    "mechanism_from_dict",
     "Mechanism",
     "Gaussian",
     "Laplace",
@@ -43,9 +53,80 @@ __all__ = [
 ]
 
 
+class NeighbouringRelation(str, enum.Enum):
+    """Which data sets are neighbours: one record added or removed, or one record replaced."""
+
+    ADD_REMOVE = "add_remove"
+    REPLACE_ONE = "replace_one"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"NeighbouringRelation.{self.name}"
+
+    @classmethod
+    def parse(cls, value: object) -> "NeighbouringRelation":
+        """A relation from itself or its name ("add_remove", "replace_one"); ValueError otherwise."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls(value.lower().replace("/", "_").replace("-", "_"))
+            except ValueError:
+                pass
+        raise ValueError(f"relation must be one of {[r.value for r in cls]}, got {value!r}")
+
+
+ADD_REMOVE = NeighbouringRelation.ADD_REMOVE
+REPLACE_ONE = NeighbouringRelation.REPLACE_ONE
+
+#: Mechanism classes by name (every subclass registers itself), for :func:`mechanism_from_dict`.
+_MECHANISM_TYPES: dict[str, type] = {}
+
+
 @dataclass(frozen=True)
 class Mechanism:
-    """Base class of all mechanism descriptions (frozen, hashable, comparable)."""
+    """Base class of all mechanism descriptions (frozen, hashable, comparable).
+
+    ``repr`` shows the parameters that differ from their defaults, as a user writes them.
+    """
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        _MECHANISM_TYPES[cls.__name__] = cls
+
+    def to_dict(self) -> dict:
+        """Structured, JSON-safe description: {"type": class name, field: value, ...} (nested for bases).
+
+        Non-finite numbers are written as the strings "inf", "-inf", "nan"; :func:`mechanism_from_dict`
+        reads it back.
+        """
+        out: dict = {"type": type(self).__name__}
+        for f in dataclasses.fields(self):
+            out[f.name] = _to_json_value(getattr(self, f.name))
+        return out
+
+    def __repr__(self) -> str:
+        shown = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.default is not dataclasses.MISSING and value == f.default:
+                continue
+            shown.append(f"{f.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    @property
+    def relation(self) -> NeighbouringRelation:
+        """The neighbouring relation this description's privacy is stated for."""
+        return ADD_REMOVE
+
+    def under_replace_one(self) -> "Mechanism":
+        """This mechanism described under replace-one neighbours (itself if it already is)."""
+        if self.relation is REPLACE_ONE:
+            return self
+        raise ValueError(f"{type(self).__name__} has no replace-one description; describe it with "
+                         "relation='replace_one'")
 
     def poisson_subsample(self, rate: float) -> "PoissonSubsampled":
         """Run this mechanism on a Poisson subsample with inclusion probability ``rate``."""
@@ -70,16 +151,29 @@ class Mechanism:
         return True
 
 
-@dataclass(frozen=True)
+def _relation_field(self: Mechanism) -> None:
+    object.__setattr__(self, "relation", NeighbouringRelation.parse(self.relation))
+
+
+@dataclass(frozen=True, repr=False)
 class Gaussian(Mechanism):
-    """Gaussian mechanism: noise N(0, (noise_multiplier * sensitivity)^2)."""
+    """Gaussian mechanism: noise N(0, (noise_multiplier * sensitivity)^2); mu = 1 / noise_multiplier
+    under ``relation`` (Dong, Roth, Su 2022, Thm 2.7)."""
 
     noise_multiplier: float
     sensitivity: float = 1.0
+    relation: NeighbouringRelation = ADD_REMOVE
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", check.positive("noise_multiplier", self.noise_multiplier))
         object.__setattr__(self, "sensitivity", check.positive("sensitivity", self.sensitivity))
+        _relation_field(self)
+
+    def under_replace_one(self) -> "Gaussian":
+        """Same noise, replace-one sensitivity 2 x sensitivity: noise multiplier halved (mu doubled)."""
+        if self.relation is REPLACE_ONE:
+            return self
+        return Gaussian(self.noise_multiplier / 2, 2 * self.sensitivity, REPLACE_ONE)
 
     @property
     def mu(self) -> float:
@@ -87,16 +181,24 @@ class Gaussian(Mechanism):
         return 1.0 / self.noise_multiplier
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Laplace(Mechanism):
-    """Laplace mechanism: noise Lap(0, scale * sensitivity) on a query of that sensitivity."""
+    """Laplace mechanism: noise Lap(0, scale * sensitivity) on a query of that sensitivity; (1/scale)-DP."""
 
     scale: float
     sensitivity: float = 1.0
+    relation: NeighbouringRelation = ADD_REMOVE
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scale", check.positive("scale", self.scale))
         object.__setattr__(self, "sensitivity", check.positive("sensitivity", self.sensitivity))
+        _relation_field(self)
+
+    def under_replace_one(self) -> "Laplace":
+        """Same noise, replace-one sensitivity 2 x sensitivity: scale halved (epsilon doubled)."""
+        if self.relation is REPLACE_ONE:
+            return self
+        return Laplace(self.scale / 2, 2 * self.sensitivity, REPLACE_ONE)
 
     @property
     def epsilon(self) -> float:
@@ -104,14 +206,23 @@ class Laplace(Mechanism):
         return 1.0 / self.scale
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RandomizedResponse(Mechanism):
-    """Binary randomized response: report the true bit with probability p."""
+    """Binary randomized response: report the true bit with probability p (|log(p/(1-p))|-DP)."""
 
     p: float
+    relation: NeighbouringRelation = ADD_REMOVE
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "p", check.open_unit("p", self.p))
+        _relation_field(self)
+
+    def under_replace_one(self) -> "RandomizedResponse":
+        """Group privacy of size 2: randomized response at twice the epsilon, p' = p^2 / (p^2 + (1-p)^2)."""
+        if self.relation is REPLACE_ONE:
+            return self
+        p, q = self.p, 1.0 - self.p
+        return RandomizedResponse(p * p / (p * p + q * q), REPLACE_ONE)
 
     @property
     def epsilon(self) -> float:
@@ -119,22 +230,29 @@ class RandomizedResponse(Mechanism):
         return abs(math.log(self.p) - math.log1p(-self.p))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PureDP(Mechanism):
     """A black-box epsilon-DP mechanism (worst case: randomized response)."""
 
     epsilon: float
+    relation: NeighbouringRelation = ADD_REMOVE
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check.nonnegative("epsilon", self.epsilon))
+        _relation_field(self)
+
+    def under_replace_one(self) -> "PureDP":
+        """Group privacy of size 2: 2 epsilon."""
+        return self if self.relation is REPLACE_ONE else PureDP(2 * self.epsilon, REPLACE_ONE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ApproxDP(Mechanism):
     """A black-box (epsilon, delta)-DP mechanism (worst case: Gopi et al. 2021, App. B.1)."""
 
     epsilon: float
     delta: float
+    relation: NeighbouringRelation = ADD_REMOVE
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check.nonnegative("epsilon", self.epsilon))
@@ -142,6 +260,16 @@ class ApproxDP(Mechanism):
         if not 0 <= d < 1:
             raise ValueError(f"delta must be in [0, 1), got {self.delta!r}")
         object.__setattr__(self, "delta", d)
+        _relation_field(self)
+
+    def under_replace_one(self) -> "ApproxDP":
+        """Group privacy of size 2 (Dwork, Roth 2014, Thm 2.2 / Vadhan 2017, Lemma 2.2):
+        (2 epsilon, (1 + e^epsilon) delta), capped below 1."""
+        if self.relation is REPLACE_ONE:
+            return self
+        below_one = math.nextafter(1.0, 0.0)
+        grown = (1.0 + math.exp(self.epsilon)) * self.delta if self.epsilon < 700.0 else math.inf * self.delta
+        return ApproxDP(2 * self.epsilon, min(grown, below_one) if self.delta > 0 else 0.0, REPLACE_ONE)
 
 
 _SUBSAMPLABLE = (Gaussian, Laplace, RandomizedResponse, PureDP)
@@ -159,12 +287,12 @@ def _check_subsample_base(base: object, how: str, extra: tuple[type, ...] = ()) 
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PoissonSubsampled(Mechanism):
     """``base`` run on a Poisson subsample (each record kept with probability ``rate``).
 
-    Add/remove neighbours; the two directions differ (Zhu, Dong, Wang 2022, Thm 11(1);
-    Gopi, Lee, Wutschitz 2021, App. B.2).
+    Add/remove neighbours, for the base and the result; the two directions differ (Zhu, Dong,
+    Wang 2022, Thm 11(1); Gopi, Lee, Wutschitz 2021, App. B.2).
     """
 
     base: Mechanism
@@ -172,6 +300,9 @@ class PoissonSubsampled(Mechanism):
 
     def __post_init__(self) -> None:
         _check_subsample_base(self.base, "poisson_subsample", tuple(POISSON_BASES))
+        if self.base.relation is not ADD_REMOVE:
+            raise ValueError("poisson_subsample needs a base described under add/remove neighbours (Zhu, Dong, "
+                             f"Wang 2022, Thm 11(1)); got relation={self.base.relation.value!r}")
         object.__setattr__(self, "rate", check.half_open_unit("rate", self.rate))
 
     @property
@@ -179,12 +310,14 @@ class PoissonSubsampled(Mechanism):
         return self.rate == 1.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SampledWithoutReplacement(Mechanism):
     """``base`` run on a uniformly random subset of size ``rate * n`` (Zhu, Dong, Wang 2022, Thm 11(2)).
 
-    ``base`` must describe the mechanism under replace-one neighbours; the result is
-    certified for adding or removing one record of the full data set.
+    The privacy comes from the base's replace-one description (:attr:`replace_one_base`): an
+    add/remove base (e.g. ``Gaussian(1.1)`` for noise 1.1 x the clipping norm) is converted by
+    :meth:`Mechanism.under_replace_one` (sensitivity doubled). The result is certified for
+    adding or removing one record of the full data set.
     """
 
     base: Mechanism
@@ -195,11 +328,16 @@ class SampledWithoutReplacement(Mechanism):
         object.__setattr__(self, "rate", check.half_open_unit("rate", self.rate))
 
     @property
+    def replace_one_base(self) -> Mechanism:
+        """The base under replace-one neighbours: the pair Thm 11(2) subsamples."""
+        return self.base.under_replace_one()
+
+    @property
     def is_symmetric(self) -> bool:
         return self.rate == 1.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Composition(Mechanism):
     """Adaptive composition of ``count`` runs of each ``mechanism`` in ``parts``.
 
@@ -223,7 +361,19 @@ class Composition(Mechanism):
             for inner, inner_count in mechanism.components():
                 merged[inner] += inner_count * count
         canonical = tuple(sorted(merged.items(), key=lambda kv: repr(kv[0])))
+        relations = {m.relation for m, _ in canonical}
+        if len(relations) > 1:
+            raise ValueError("a composition needs one neighbouring relation; got parts under "
+                             f"{sorted(r.value for r in relations)} (describe each part under the same relation, "
+                             "e.g. with .under_replace_one())")
         object.__setattr__(self, "parts", canonical)
+
+    @property
+    def relation(self) -> NeighbouringRelation:
+        return self.parts[0][0].relation
+
+    def under_replace_one(self) -> "Composition":
+        return Composition(tuple((m.under_replace_one(), c) for m, c in self.parts))
 
     def compose(self, k: int) -> "Composition":
         k = check.positive_int("k", k)
@@ -245,6 +395,41 @@ class Composition(Mechanism):
     @property
     def is_symmetric(self) -> bool:
         return all(m.is_symmetric for m, _ in self.parts)
+
+
+def _to_json_value(value):
+    if isinstance(value, Mechanism):
+        return value.to_dict()
+    if isinstance(value, NeighbouringRelation):
+        return value.value
+    if isinstance(value, tuple):
+        return [_to_json_value(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    raise TypeError(f"{type(value).__name__} has no JSON description")
+
+
+def _from_json_value(value):
+    if isinstance(value, dict) and "type" in value:
+        return mechanism_from_dict(value)
+    if isinstance(value, list):
+        return tuple(_from_json_value(v) for v in value)
+    if value in ("inf", "-inf", "nan"):
+        return float(value)
+    return value
+
+
+def mechanism_from_dict(data: dict) -> Mechanism:
+    """The mechanism a :meth:`Mechanism.to_dict` description describes."""
+    if not isinstance(data, dict) or "type" not in data:
+        raise ValueError(f"not a mechanism description: {data!r}")
+    try:
+        cls = _MECHANISM_TYPES[data["type"]]
+    except KeyError:
+        raise ValueError(f"unknown mechanism type {data['type']!r}") from None
+    return cls(**{k: _from_json_value(v) for k, v in data.items() if k != "type"})
 
 
 def compose(*mechanisms: Mechanism) -> Composition:

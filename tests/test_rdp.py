@@ -214,12 +214,16 @@ def test_subsampled_laplace_bound_is_valid():
 
 
 def test_sampling_without_replacement_uses_the_same_pairs():
-    """Zhu, Dong, Wang 2022, Thm 11(2): replace-one base, add/remove sampled mechanism."""
+    """Zhu, Dong, Wang 2022, Thm 11(2): the replace-one base's pairs, add/remove sampled mechanism.
+
+    An add/remove base is worth twice as much under replace-one (noise multiplier halved).
+    """
     orders = rdp.DEFAULT_ORDERS
-    for base in (ps.Gaussian(1.1, sensitivity=2.0), ps.PureDP(1.0), ps.Laplace(2.0)):
+    for base, replace_one in ((ps.Gaussian(1.1, sensitivity=2.0), ps.Gaussian(0.55)), (ps.PureDP(1.0), ps.PureDP(2.0)),
+                              (ps.Laplace(2.0), ps.Laplace(1.0))):
         np.testing.assert_array_equal(
             rdp.rdp_curve(base.sample_without_replacement(0.05), orders),
-            rdp.rdp_curve(base.poisson_subsample(0.05), orders),
+            rdp.rdp_curve(replace_one.poisson_subsample(0.05), orders),
         )
 
 

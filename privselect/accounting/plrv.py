@@ -841,10 +841,10 @@ def _(mechanism: PoissonSubsampled) -> DirectedLosses:
 
 @privacy_losses.register
 def _(mechanism: SampledWithoutReplacement) -> DirectedLosses:
-    # Zhu, Dong, Wang 2022, Thm 11(2): pairs (P, (1-g)P + gQ) and its swap. For the symmetric
-    # bases supported here (P, Q) and (Q, P) are reflections of each other, so the laws are
-    # those of Poisson subsampling at the same rate.
-    return _subsampled(mechanism.base, mechanism.rate)
+    # Zhu, Dong, Wang 2022, Thm 11(2): pairs (P, (1-g)P + gQ) and its swap, (P, Q) the base's
+    # replace-one pair. For the symmetric bases supported here (P, Q) and (Q, P) are reflections
+    # of each other, so the laws are those of Poisson subsampling of the replace-one base.
+    return _subsampled(mechanism.replace_one_base, mechanism.rate)
 
 
 def composed_losses(mechanism: Mechanism) -> tuple[tuple[DirectedLosses, int], ...]:

@@ -24,7 +24,7 @@ Curves (``rdp_curve``), for orders ``a > 1``:
 * PoissonSubsampled(RR / PureDP / Laplace): the exact RDP, in both directions, of
   subsampled randomized response with the base's pure-DP eps0. A Laplace base is an
   eps0-DP post-processing of RR, so this is a valid (not tight) bound for it.
-* SampledWithoutReplacement(base): the base is described under replace-one neighbours;
+* SampledWithoutReplacement(base): the base's replace-one description (``replace_one_base``);
   Zhu, Dong, Wang 2022, Thm 11(2) gives the dominating pairs ``(P, (1-g)P + gQ)`` and
   their swap, which for the symmetric bases here are reflections of the Poisson pairs.
   A dominating pair for every hockey-stick divergence dominates in the Blackwell order,
@@ -519,8 +519,9 @@ def _(mechanism: PoissonSubsampled, a: np.ndarray) -> np.ndarray:
 
 @_curve.register
 def _(mechanism: SampledWithoutReplacement, a: np.ndarray) -> np.ndarray:
-    # Zhu, Dong, Wang 2022, Thm 11(2): same pairs as Poisson up to reflection (module docstring).
-    return _subsampled_curve(mechanism.base, mechanism.rate, a)
+    # Zhu, Dong, Wang 2022, Thm 11(2): same pairs as Poisson subsampling of the replace-one base,
+    # up to reflection (module docstring).
+    return _subsampled_curve(mechanism.replace_one_base, mechanism.rate, a)
 
 
 @_curve.register

@@ -60,6 +60,7 @@ _PUBLIC: dict[str, str] = {
     "FinalRun": ".tuning",
     "AllRunsFailedError": ".tuning",
     "RandomnessLeakError": ".tuning",
+    "WorkerLossError": ".tuning",
     "space": ".space",
     # apps
     "DPSGDClassifier": ".apps.dpsgd",

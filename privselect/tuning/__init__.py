@@ -3,7 +3,7 @@
 ``privselect.tuning.PrivateTuner`` and ``TuningResult`` keep their 0.1 import path.
 """
 
-from .backends import BACKENDS, Backend, get_backend, register_backend
+from .backends import BACKENDS, Backend, WorkerLossError, get_backend, register_backend
 from .engine import AllRunsFailedError, TrainerContractError
 from .guard import RandomnessLeakError
 from .pipeline import FinalRun, FinalRunFailedError
@@ -11,5 +11,5 @@ from .privacy import CandidatePrivacyError
 from .tuner import PrivateTuner, TuningResult, score_and_output
 
 __all__ = ["PrivateTuner", "TuningResult", "BACKENDS", "Backend", "register_backend", "get_backend",
-           "AllRunsFailedError", "TrainerContractError", "RandomnessLeakError", "CandidatePrivacyError",
-           "score_and_output", "FinalRun", "FinalRunFailedError"]
+           "AllRunsFailedError", "TrainerContractError", "WorkerLossError", "RandomnessLeakError",
+           "CandidatePrivacyError", "score_and_output", "FinalRun", "FinalRunFailedError"]

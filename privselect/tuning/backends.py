@@ -1,11 +1,25 @@
 """Where the runs execute: a registry of backends, each streaming results as they complete.
 
-A backend maps a picklable function over a lazy iterable of argument tuples and yields the
-results in completion order (the engine orders ties by run index, so the winner does not
-depend on the order). It keeps a bounded number of tasks in flight, so the driver's memory
-does not grow with K. Built in: ``"sequential"``, and through joblib ``"loky"``, ``"threading"``,
-``"dask"`` (an active ``dask.distributed.Client``) and ``"ray"``. Add one with
-:func:`register_backend`.
+A backend maps a picklable function over a lazy iterable of per-run argument tuples and yields
+``function(*shared, *task)`` in completion order. ``shared`` (the trainer and the data) is the
+same for every run: the process backends send it to the workers once per selection (joblib's
+memory mapping for loky, ``Client.scatter`` for dask, ``ray.put`` for ray), not once per run.
+Every backend keeps at most ``2 * n_jobs`` runs in flight (windowed submission), so neither the
+submitted tasks nor the results waiting in the driver grow with K; the engine keeps only the
+running best and orders ties by run index, so the winner does not depend on completion order.
+
+Built in:
+
+* ``"sequential"``: one run after another in the driver;
+* ``"loky"`` and ``"threading"``: joblib (``return_as="generator_unordered"``);
+* ``"dask"``: the active ``dask.distributed.Client`` (``distributed.as_completed``);
+* ``"ray"``: the running ray instance, or a local one started with defaults (``ray.wait``).
+
+Each backend names the exceptions by which it reports the loss of a worker
+(:meth:`Backend.worker_loss_errors`): loky's ``TerminatedWorkerError``/``BrokenProcessPool``,
+dask's ``KilledWorker``, ray's ``WorkerCrashedError``, ``NodeDiedError``, ``RayActorError`` and
+``ObjectLostError``. The engine re-executes the runs lost that way with their own seeds
+(:data:`MAX_REEXECUTIONS`, docs/cluster.md). Add a backend with :func:`register_backend`.
 """
 
 from __future__ import annotations
@@ -14,8 +28,18 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-__all__ = ["Backend", "SequentialBackend", "JoblibBackend", "register_backend", "get_backend", "BACKENDS",
-           "backend_names"]
+__all__ = ["Backend", "SequentialBackend", "JoblibBackend", "DaskBackend", "RayBackend", "register_backend",
+           "get_backend", "BACKENDS", "backend_names", "MAX_REEXECUTIONS", "WorkerLossError"]
+
+MAX_REEXECUTIONS = 3
+"""How many times the engine re-submits the runs lost with a worker before giving up."""
+
+
+class WorkerLossError(RuntimeError):
+    """Workers were lost more than :data:`MAX_REEXECUTIONS` times; nothing was released.
+
+    The message is fixed: it carries no run data (no score, parameter, exception text or count).
+    """
 
 
 class Backend(ABC):
@@ -25,8 +49,16 @@ class Backend(ABC):
     in_process: bool  # True when tasks run in the driver's process (threads included)
 
     @abstractmethod
-    def imap_unordered(self, function: Callable[..., Any], tasks: Iterable[tuple], n_jobs: int) -> Iterator[Any]:
-        """Yield ``function(*task)`` for every task, in completion order."""
+    def imap_unordered(self, function: Callable[..., Any], shared: tuple, tasks: Iterable[tuple],
+                       n_jobs: int) -> Iterator[Any]:
+        """Yield ``function(*shared, *task)`` for every task, in completion order.
+
+        At most ``2 * n_jobs`` tasks are submitted and not yet yielded at any time.
+        """
+
+    def worker_loss_errors(self) -> tuple[type[BaseException], ...]:
+        """The exceptions by which this backend reports a lost worker (an infrastructure fault)."""
+        return ()
 
 
 @dataclass(frozen=True)
@@ -36,46 +68,142 @@ class SequentialBackend(Backend):
     name: str = "sequential"
     in_process: bool = True
 
-    def imap_unordered(self, function, tasks, n_jobs):
-        return (function(*task) for task in tasks)
+    def imap_unordered(self, function, shared, tasks, n_jobs):
+        return (function(*shared, *task) for task in tasks)
 
 
 @dataclass(frozen=True)
 class JoblibBackend(Backend):
     """A joblib backend; results stream with ``return_as="generator_unordered"``.
 
-    ``prepare`` runs before the first task (registering an external backend, checking that
-    its extra is installed).
+    joblib dumps large numpy arrays in ``shared`` to a memory-mapped file once per selection
+    (loky); ``pre_dispatch="2*n_jobs"`` with ``batch_size=1`` bounds the submitted tasks
+    and the results in transit (automatic batching would return many outputs at once).
     """
 
     name: str
     in_process: bool = False
-    prepare: Callable[[], None] | None = None
 
-    def imap_unordered(self, function, tasks, n_jobs):
+    def imap_unordered(self, function, shared, tasks, n_jobs):
         import joblib
 
-        if self.prepare is not None:
-            self.prepare()
-        # parallel_config resolves the external backends (dask, ray) by name; keep it open while yielding.
         with joblib.parallel_config(backend=self.name, n_jobs=n_jobs):
-            parallel = joblib.Parallel(return_as="generator_unordered", pre_dispatch="2*n_jobs")
-            yield from parallel(joblib.delayed(function)(*task) for task in tasks)
+            parallel = joblib.Parallel(return_as="generator_unordered", pre_dispatch="2*n_jobs", batch_size=1)
+            yield from parallel(joblib.delayed(function)(*shared, *task) for task in tasks)
+
+    def worker_loss_errors(self):
+        from concurrent.futures.process import BrokenProcessPool  # loky's TerminatedWorkerError subclasses it
+
+        return (BrokenProcessPool,)
 
 
-def _prepare_dask() -> None:
-    try:
-        import distributed  # noqa: F401  (joblib's dask backend needs a distributed Client)
-    except ImportError:
-        raise ImportError("backend='dask' needs the dask extra: pip install 'privselect[dask]'") from None
+def _windowed(submit: Callable[[tuple], Any], next_done: Callable[[], Any], tasks: Iterable[tuple],
+              window: int) -> Iterator[Any]:
+    """Keep ``window`` tasks in flight; yield each result (``next_done()``) as one completes."""
+    in_flight = 0
+    for task in tasks:
+        if in_flight == window:
+            yield next_done()
+            in_flight -= 1
+        submit(task)
+        in_flight += 1
+    for _ in range(in_flight):
+        yield next_done()
 
 
-def _prepare_ray() -> None:
-    try:
-        from ray.util.joblib import register_ray
-    except ImportError:
-        raise ImportError("backend='ray' needs the ray extra: pip install 'privselect[ray]'") from None
-    register_ray()
+@dataclass(frozen=True)
+class DaskBackend(Backend):
+    """The active ``dask.distributed.Client`` (``Client(address)`` or a ``LocalCluster``).
+
+    ``shared`` is scattered to every worker once (``broadcast=True``, so a lost worker does not
+    take the data with it); runs stream back through ``distributed.as_completed``. ``n_jobs=-1``
+    means one run in flight per worker thread, times two. Dask itself reschedules a task whose
+    worker died, up to ``distributed.scheduler.allowed-failures`` times, before it reports
+    ``KilledWorker``.
+    """
+
+    name: str = "dask"
+    in_process: bool = False
+
+    def imap_unordered(self, function, shared, tasks, n_jobs):
+        try:
+            import distributed
+        except ImportError:
+            raise ImportError("backend='dask' needs the dask extra: pip install 'privselect[dask]'") from None
+        try:
+            client = distributed.get_client()
+        except ValueError:
+            raise RuntimeError("backend='dask' needs a dask.distributed Client: create one first, e.g. "
+                               "distributed.Client('tcp://scheduler:8786') or Client(LocalCluster())") from None
+        workers = n_jobs if n_jobs > 0 else max(1, sum(client.nthreads().values()))
+        shared_futures = client.scatter(list(shared), broadcast=True, hash=False)
+        completed = distributed.as_completed()
+
+        def submit(task):
+            completed.add(client.submit(function, *shared_futures, *task, pure=False))
+
+        def next_done():
+            future = next(completed)
+            try:
+                return future.result()
+            finally:
+                future.release()
+
+        try:
+            yield from _windowed(submit, next_done, tasks, 2 * workers)
+        finally:
+            client.cancel(list(completed.futures) + shared_futures)
+
+    def worker_loss_errors(self):
+        from distributed import KilledWorker
+
+        return (KilledWorker,)
+
+
+@dataclass(frozen=True)
+class RayBackend(Backend):
+    """The running ray instance (``ray.init(address=...)``), or a local one started with defaults.
+
+    ``shared`` goes to the object store once (``ray.put``); runs are ray tasks without ray's own
+    retries (``max_retries=0``: the engine re-executes lost runs), streamed with ``ray.wait``.
+    ``n_jobs=-1`` means one run in flight per CPU of the cluster, times two.
+    """
+
+    name: str = "ray"
+    in_process: bool = False
+
+    def imap_unordered(self, function, shared, tasks, n_jobs):
+        try:
+            import ray
+        except ImportError:
+            raise ImportError("backend='ray' needs the ray extra: pip install 'privselect[ray]'") from None
+        if not ray.is_initialized():
+            ray.init()
+        workers = n_jobs if n_jobs > 0 else max(1, int(ray.cluster_resources().get("CPU", 1)))
+        remote = ray.remote(num_cpus=1, max_retries=0)(function)
+        shared_refs = [ray.put(value) for value in shared]
+        pending: list = []
+
+        def submit(task):
+            pending.append(remote.remote(*shared_refs, *task))
+
+        def next_done():
+            (ready,), rest = ray.wait(pending, num_returns=1)
+            pending[:] = rest
+            return ray.get(ready)
+
+        try:
+            yield from _windowed(submit, next_done, tasks, 2 * workers)
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            pending.clear()
+            del shared_refs
+
+    def worker_loss_errors(self):
+        from ray.exceptions import NodeDiedError, ObjectLostError, RayActorError, WorkerCrashedError
+
+        return (WorkerCrashedError, NodeDiedError, RayActorError, ObjectLostError)
 
 
 _REGISTRY: dict[str, Backend] = {}
@@ -104,7 +232,7 @@ def backend_names() -> tuple[str, ...]:
 register_backend(SequentialBackend())
 register_backend(JoblibBackend("loky"))
 register_backend(JoblibBackend("threading", in_process=True))
-register_backend(JoblibBackend("dask", prepare=_prepare_dask))
-register_backend(JoblibBackend("ray", prepare=_prepare_ray))
+register_backend(DaskBackend())
+register_backend(RayBackend())
 
 BACKENDS = backend_names()

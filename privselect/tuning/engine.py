@@ -14,7 +14,10 @@ Redberg, Wang 2024):
 
 Release rules (docs/release.md, "What leaves the tuner"):
 
-* every run completes: no early stopping, pruning, timeouts or retries;
+* every run completes: no early stopping, pruning, timeouts or retries. The one exception is
+  infrastructure: a run lost with its worker (the backend's worker-loss error) is executed
+  again with its own seeds, which is privacy-neutral for a trainer deterministic given its
+  ``rng`` (docs/cluster.md); a trainer's exception is never retried;
 * a run that raises (an ``Exception``), or returns a NaN or infinite score, scores the worst
   value; its exception is dropped, never re-raised, logged or stored;
 * if the winner failed, which means that every run failed, :class:`AllRunsFailedError` is
@@ -49,10 +52,10 @@ import numpy as np
 
 from ..mechanisms import Gaussian, Laplace
 from ..selection.distributions import KDistribution
-from .backends import get_backend
+from .backends import MAX_REEXECUTIONS, Backend, WorkerLossError, get_backend
 from .guard import RELEASE_MODES, guard_release
 
-__all__ = ["AllRunsFailedError", "TrainerContractError", "RunSeeds", "RunTask", "RunOutcome", "SelectionPlan",
+__all__ = ["AllRunsFailedError", "TrainerContractError", "WorkerLossError", "RunSeeds", "RunTask", "RunOutcome", "SelectionPlan",
            "Selected", "run_selection", "dry_run", "split_return", "silenced"]
 
 logger = logging.getLogger(__name__)
@@ -199,8 +202,8 @@ def silenced() -> Iterator[None]:
             sink.close()
 
 
-def execute_run(task: RunTask, data: Any, index: int, seeds: RunSeeds, score_noise: Gaussian | Laplace | None,
-                driver_pid: int) -> RunOutcome:
+def execute_run(task: RunTask, data: Any, score_noise: Gaussian | Laplace | None, driver_pid: int, index: int,
+                seeds: RunSeeds) -> RunOutcome:
     """One run, isolated; a failed run comes back as NaN with nothing else. Runs on the worker."""
     isolation = silenced() if os.getpid() != driver_pid else contextlib.nullcontext()
     with isolation:
@@ -233,12 +236,10 @@ def run_selection(task: RunTask, data: Any, plan: SelectionPlan, *,
         return Selected(False, 0)
     backend = get_backend("sequential" if plan.n_jobs == 1 else plan.backend)
     logger.debug("running the candidates (backend=%s, n_jobs=%d)", backend.name, plan.n_jobs)
-    driver_pid = os.getpid()
-    tasks = ((task, data, index, RunSeeds.of_run(runs_seed, index), plan.score_noise, driver_pid)
-             for index in range(n_runs))
+    shared = (task, data, plan.score_noise, os.getpid())
     sign = 1.0 if plan.direction == "maximize" else -1.0
     best: RunOutcome | None = None
-    results = _with_progress(backend.imap_unordered(execute_run, tasks, plan.n_jobs), n_runs, plan.progress)
+    results = _with_progress(_stream_runs(backend, shared, runs_seed, n_runs, plan.n_jobs), n_runs, plan.progress)
     with silenced():
         for outcome in results:
             if observe is not None:
@@ -253,6 +254,35 @@ def run_selection(task: RunTask, data: Any, plan: SelectionPlan, *,
     output = guard_release(best.output, "output", plan.release)
     details = guard_release(best.details, "details", plan.release)
     return Selected(True, n_runs, params, best.score, output, details)
+
+
+def _stream_runs(backend: Backend, shared: tuple, runs_seed: np.random.SeedSequence, n_runs: int,
+                 n_jobs: int) -> Iterator[RunOutcome]:
+    """Every run's outcome once, in completion order, re-executing runs lost with a worker.
+
+    A worker loss reported by the backend (:meth:`Backend.worker_loss_errors`) is an
+    infrastructure fault: the runs not yet received are submitted again with their OWN seeds
+    (``RunSeeds.of_run``), so a trainer that is deterministic given its ``rng`` reproduces
+    exactly what the lost attempt would have returned, and whether a fault happened does not
+    depend on the data. At most :data:`MAX_REEXECUTIONS` rounds, then :class:`WorkerLossError`
+    (no run data). A trainer's exception never reaches this loop: ``execute_run`` scores it
+    worst, once.
+    """
+    received = np.zeros(n_runs, dtype=bool)
+    for _ in range(MAX_REEXECUTIONS + 1):
+        todo = np.flatnonzero(~received)
+        tasks = ((int(index), RunSeeds.of_run(runs_seed, int(index))) for index in todo)
+        del todo
+        try:
+            for outcome in backend.imap_unordered(execute_run, shared, tasks, n_jobs):
+                if not received[outcome.index]:  # a run can complete twice across rounds; count it once
+                    received[outcome.index] = True
+                    yield outcome
+                del outcome
+            return
+        except backend.worker_loss_errors():
+            logger.debug("a worker was lost; re-executing the runs not yet received with their own seeds")
+    raise WorkerLossError(f"workers were lost more than {MAX_REEXECUTIONS} times; nothing was released")
 
 
 def _beats(outcome: RunOutcome, best: RunOutcome, sign: float) -> bool:

@@ -190,6 +190,15 @@ def test_a_dask_worker_killed_mid_tuning_gives_the_undisturbed_result(tmp_path, 
     assert set(calls) == set(undisturbed.calls)
 
 
+def test_a_ray_worker_killed_mid_tuning_gives_the_undisturbed_result(tmp_path, undisturbed, local_ray):
+    result, killed = _run_with_a_killed_worker(tmp_path, "ray")  # ray reports WorkerCrashedError (max_retries=0)
+    assert len(killed) == 1
+    _same(result, undisturbed)
+    calls = trainers.calls(tmp_path)
+    assert len(calls) > N_RUNS
+    assert set(calls) == set(undisturbed.calls)
+
+
 def test_a_raising_trainer_is_called_once_per_run(tmp_path, undisturbed):
     result = make_tuner(trainers.raising_trainer, n_jobs=2, backend="loky").run({"dir": str(tmp_path)})
     calls = trainers.calls(tmp_path)

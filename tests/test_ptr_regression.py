@@ -105,4 +105,4 @@ def test_tuned_and_selection_estimators_at_eps_1(elevators):
                                                  random_state=s).fit(Xtr, ytr), Xte, yte) for s in seeds])
                  for a in grid)
     assert tuned_mse <= 1.10 * oracle
-    assert tuned_mse > 1.10 * adassp  # the measured gap (1.6x on this split), kept visible
+    assert tuned_mse > 1.10 * adassp  # the measured gap (1.9x on this split), kept visible

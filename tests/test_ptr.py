@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import warnings
 from dataclasses import replace
 from itertools import permutations
 
@@ -479,3 +480,20 @@ def test_old_import_paths_are_the_apps_modules():
     assert old_ops is apps_ptr.ops and Old is apps_ptr.OPSPTRRegressor
     assert old_ptr.__all__ == apps_ptr.__all__ and old_ptr.TunedOPSPTRRegressor is apps_ptr.TunedOPSPTRRegressor
     assert type(pickle.loads(pickle.dumps(Old(epsilon=2.0)))) is apps_ptr.OPSPTRRegressor
+
+
+@pytest.mark.parametrize("make", [lambda: TunedOPSPTRRegressor(epsilon=1.0, mean_k=3, alphas=(50.0, 1e4)),
+                                  lambda: PrivateRegressorSelection(epsilon=1.0, k=ps.Geometric(mean=3))])
+def test_tuned_regressors_release_only_the_winner(make, capsys):
+    """What leaves the tuned estimators: no randomness state (a released generator or seed lets anyone
+    replay the noise), no warning or output from the runs, nothing of the losing runs."""
+    X, y = _regression_data(n=500)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reg = make().fit(X, y)
+    assert caught == [] and capsys.readouterr() == ("", "")
+    blob = pickle.dumps(reg)
+    assert not any(word in blob for word in (b"PCG64", b"Generator", b"SeedSequence", b"BitGenerator"))
+    fitted = {k for k in vars(reg) if k.endswith("_") and not k.startswith("_")}
+    assert fitted <= {"coef_", "intercept_", "refused_", "best_params_", "run_budget_", "run_privacy_",
+                      "certificate_", "candidates_", "n_features_in_"}

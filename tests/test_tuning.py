@@ -210,7 +210,7 @@ def test_score_noise_is_added_and_composed_into_the_certificate():
     assert t.certificate == ps.certify(ps.compose(BASE, gaussian_noise), ps.Geometric(mean=10), 1e-6,
                                        accountant="exact")
     noise = ps.Laplace(2.0, sensitivity=1.0)
-    expected = ps.certify(ps.compose(BASE, noise), ps.Geometric(mean=10), 1e-6, accountant="prv")
+    expected = ps.certify(ps.compose(BASE, noise), ps.Geometric(mean=10), 1e-6)
     t_prv = PrivateTuner(score_by_x, SPACE, BASE, ps.Geometric(mean=10), 1e-6, score_noise=noise)
     assert t_prv.certificate.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
 

@@ -290,7 +290,7 @@ class PrivateStudy:
                  adaptive: bool = False, reveal_k: bool = False, storage: Any = None, n_jobs: int = 1,
                  backend: str = "loky", progress: bool = False, score_noise: Gaussian | Laplace | None = None,
                  base_epsilon: float | None = None, privacy_space: Mapping[str, Distribution] | None = None,
-                 release: str = "refuse", accountant: str = "prv",
+                 release: str = "refuse", accountant: str = "auto",
                  accountant_options: dict[str, Any] | None = None, final: FinalRun | None = None):
         optuna = _optuna()
         if storage is not None:

@@ -75,7 +75,7 @@ def smallest_cor62_base_epsilon(profiles: list[PrivacyProfile], delta: float,
 
 
 def certify_hyperparameter_mixture(law: HyperparameterMixture, k: KDistribution, delta: float, *,
-                                   base_epsilon: float | None = None, accountant: str = "prv",
+                                   base_epsilon: float | None = None, accountant: str = "auto",
                                    **accountant_options: Any):
     """Certify the best of K runs whose mechanisms are drawn from ``law``: the smaller of the two bounds."""
     from .certificate import Certificate, certify

@@ -81,7 +81,7 @@ class RunPrivacy:
             return self.privacy
         return self.with_score_noise(self.privacy)
 
-    def certificate(self, k: KDistribution, delta: float, *, reveal_k: bool = False, accountant: str = "prv",
+    def certificate(self, k: KDistribution, delta: float, *, reveal_k: bool = False, accountant: str = "auto",
                     accountant_options: Mapping[str, Any] | None = None) -> Certificate:
         """The certificate of the whole selection; depends on the declarations only, never on data."""
         options = dict(accountant_options or {})

@@ -155,7 +155,7 @@ class PrivateTuner:
                  delta: float, *, direction: str = "maximize", seed: int | None = None, n_jobs: int = 1,
                  backend: str = "loky", progress: bool = False, score_noise: Gaussian | Laplace | None = None,
                  base_epsilon: float | None = None, reveal_k: bool = False, release: str = "refuse",
-                 accountant: str = "prv", accountant_options: dict[str, Any] | None = None,
+                 accountant: str = "auto", accountant_options: dict[str, Any] | None = None,
                  final: FinalRun | None = None, tuning_rate: float = 1.0,
                  split: Callable[[Any, Any], Any] | None = None) -> None:
         if not callable(train):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from . import _validation as check
 
 __all__ = [
     "NeighbouringRelation",
+    "dpsgd",
+    "from_dp_event",
     "mechanism_from_dict",
     "Mechanism",
     "Gaussian",
@@ -440,3 +443,177 @@ def compose(*mechanisms: Mechanism) -> Composition:
         if not isinstance(m, Mechanism):
             raise TypeError(f"compose expects Mechanism descriptions, got {type(m).__name__}")
     return Composition(tuple((m, 1) for m in mechanisms))
+
+
+# ----------------------------------------------------------------------------------------
+# DP-SGD in Opacus / TF-Privacy vocabulary
+# ----------------------------------------------------------------------------------------
+
+
+def dpsgd(*, noise_multiplier: float, sample_rate: float | None = None, batch_size: int | None = None,
+          dataset_size: int | None = None, steps: int | None = None, epochs: float | None = None,
+          sampling: str = "poisson") -> Mechanism:
+    """The mechanism of DP-SGD training (Abadi et al. 2016), in Opacus and TF-Privacy vocabulary.
+
+    Give ``sample_rate`` or ``batch_size`` with ``dataset_size`` (rate = batch_size / dataset_size),
+    and ``steps`` or ``epochs`` (steps = ceil(epochs / rate), never fewer than trained).
+    ``noise_multiplier`` is the noise std over the clipping norm (the add/remove sensitivity).
+    ``sampling`` is ``"poisson"`` (Opacus, TF-Privacy's DP-SGD accountant) or
+    ``"without_replacement"`` (shuffled fixed-size batches; privacy from the replace-one
+    description, Zhu, Dong, Wang 2022, Thm 11(2)).
+    """
+    sigma = check.positive("noise_multiplier", noise_multiplier)
+    if (sample_rate is None) == (batch_size is None):
+        raise ValueError("give exactly one of sample_rate or batch_size (with dataset_size)")
+    if sample_rate is not None:
+        if dataset_size is not None:
+            raise ValueError("dataset_size goes with batch_size, not with sample_rate")
+        rate = check.half_open_unit("sample_rate", sample_rate)
+    else:
+        batch = check.positive_int("batch_size", batch_size)
+        if dataset_size is None:
+            raise ValueError("batch_size needs dataset_size (the rate is batch_size / dataset_size)")
+        n = check.positive_int("dataset_size", dataset_size)
+        if batch > n:
+            raise ValueError(f"batch_size must be at most dataset_size={n}, got {batch}")
+        rate = batch / n
+    if (steps is None) == (epochs is None):
+        raise ValueError("give exactly one of steps or epochs")
+    if steps is not None:
+        count = check.positive_int("steps", steps)
+    else:
+        count = max(1, math.ceil(check.positive("epochs", epochs) / rate))
+    if sampling not in ("poisson", "without_replacement"):
+        raise ValueError(f"sampling must be 'poisson' or 'without_replacement', got {sampling!r}")
+    step: Mechanism = Gaussian(sigma)
+    if rate < 1.0:
+        step = step.poisson_subsample(rate) if sampling == "poisson" else step.sample_without_replacement(rate)
+    return step.compose(count)
+
+
+# ----------------------------------------------------------------------------------------
+# dp-accounting interop (optional extra "interop"; imported lazily)
+# ----------------------------------------------------------------------------------------
+
+
+def _dp_event_module():
+    try:
+        from dp_accounting import dp_event
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("dp-accounting interop needs the optional dependency: pip install 'privselect[interop]'"
+                          ) from exc
+    return dp_event
+
+
+@functools.singledispatch
+def _to_dp_event(mechanism: Mechanism, dataset_size: int | None):
+    raise ValueError(f"{type(mechanism).__name__} has no dp-accounting event")
+
+
+@_to_dp_event.register
+def _(mechanism: Gaussian, dataset_size):
+    return _dp_event_module().GaussianDpEvent(mechanism.noise_multiplier)
+
+
+@_to_dp_event.register
+def _(mechanism: Laplace, dataset_size):
+    return _dp_event_module().LaplaceDpEvent(mechanism.scale)
+
+
+@_to_dp_event.register
+def _(mechanism: RandomizedResponse, dataset_size):
+    # dp-accounting: with probability noise_parameter a uniform bucket, so P[true] = 1 - noise/2;
+    # RR(p) and RR(1 - p) have the same privacy.
+    return _dp_event_module().RandomizedResponseDpEvent(2.0 * min(mechanism.p, 1.0 - mechanism.p), 2)
+
+
+def _epsilon_delta_event(epsilon: float, delta: float):
+    event_type = getattr(_dp_event_module(), "EpsilonDeltaDpEvent", None)
+    if event_type is None:  # dp-accounting < 0.7 has no (epsilon, delta) event
+        raise ValueError("this dp-accounting version has no EpsilonDeltaDpEvent; upgrade dp-accounting")
+    return event_type(epsilon, delta)
+
+
+@_to_dp_event.register
+def _(mechanism: PureDP, dataset_size):
+    return _epsilon_delta_event(mechanism.epsilon, 0.0)
+
+
+@_to_dp_event.register
+def _(mechanism: ApproxDP, dataset_size):
+    return _epsilon_delta_event(mechanism.epsilon, mechanism.delta)
+
+
+@_to_dp_event.register
+def _(mechanism: PoissonSubsampled, dataset_size):
+    return _dp_event_module().PoissonSampledDpEvent(mechanism.rate, _to_dp_event(mechanism.base, dataset_size))
+
+
+@_to_dp_event.register
+def _(mechanism: SampledWithoutReplacement, dataset_size):
+    if dataset_size is None:
+        raise ValueError("to_dp_event of sampling without replacement needs dataset_size (dp-accounting's event "
+                         "holds the data set and sample sizes)")
+    n = check.positive_int("dataset_size", dataset_size)
+    sample = round(mechanism.rate * n)
+    if sample < 1 or sample / n != mechanism.rate:
+        raise ValueError(f"rate={mechanism.rate!r} is not a sample size over dataset_size={n}")
+    # dp-accounting's SampledWithoutReplacementDpEvent is read under replace-one neighbours
+    return _dp_event_module().SampledWithoutReplacementDpEvent(n, sample, _to_dp_event(mechanism.replace_one_base, n))
+
+
+@_to_dp_event.register
+def _(mechanism: Composition, dataset_size):
+    dp_event = _dp_event_module()
+    events = [_to_dp_event(m, dataset_size) if c == 1 else dp_event.SelfComposedDpEvent(_to_dp_event(m, dataset_size), c)
+              for m, c in mechanism.parts]
+    return events[0] if len(events) == 1 else dp_event.ComposedDpEvent(events)
+
+
+def _to_dp_event_method(self: Mechanism, dataset_size: int | None = None):
+    """This mechanism as a dp-accounting ``DpEvent`` (lazy import of dp_accounting).
+
+    Sampling without replacement needs ``dataset_size``; its base becomes the replace-one
+    description, as dp-accounting reads that event under replace-one neighbours.
+    """
+    return _to_dp_event(self, dataset_size)
+
+
+Mechanism.to_dp_event = _to_dp_event_method  # type: ignore[attr-defined]
+
+
+def from_dp_event(event, relation: NeighbouringRelation | str = ADD_REMOVE) -> Mechanism:
+    """The privselect description of a dp-accounting ``DpEvent`` (lazy import of dp_accounting).
+
+    Supported: Gaussian, Laplace, PoissonSampled, SampledWithoutReplacement, SelfComposed,
+    Composed, RandomizedResponse (2 buckets; more buckets as pure DP) and EpsilonDelta events.
+    ``relation`` is the neighbouring relation the event's parameters are stated for (the
+    relation of the dp-accounting accountant it was meant for); the base of a
+    SampledWithoutReplacement event is read under replace-one neighbours, as dp-accounting does.
+    """
+    dp_event = _dp_event_module()
+    relation = NeighbouringRelation.parse(relation)
+    if isinstance(event, dp_event.GaussianDpEvent):
+        return Gaussian(event.noise_multiplier, relation=relation)
+    if isinstance(event, dp_event.LaplaceDpEvent):
+        return Laplace(event.noise_multiplier, relation=relation)
+    if isinstance(event, dp_event.RandomizedResponseDpEvent):
+        noise, buckets = event.noise_parameter, event.num_buckets
+        if buckets == 2:
+            return RandomizedResponse(1.0 - noise / 2.0, relation=relation)
+        epsilon = math.inf if noise == 0 else math.log1p(buckets * (1.0 - noise) / noise)
+        return PureDP(epsilon, relation=relation)
+    if isinstance(event, getattr(dp_event, "EpsilonDeltaDpEvent", ())):
+        if event.delta == 0:
+            return PureDP(event.epsilon, relation=relation)
+        return ApproxDP(event.epsilon, event.delta, relation=relation)
+    if isinstance(event, dp_event.PoissonSampledDpEvent):
+        return PoissonSubsampled(from_dp_event(event.event, relation), event.sampling_probability)
+    if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
+        return SampledWithoutReplacement(from_dp_event(event.event, REPLACE_ONE),
+                                         event.sample_size / event.source_dataset_size)
+    if isinstance(event, dp_event.SelfComposedDpEvent):
+        return from_dp_event(event.event, relation).compose(event.count)
+    if isinstance(event, dp_event.ComposedDpEvent):
+        return compose(*(from_dp_event(e, relation) for e in event.events))
+    raise ValueError(f"no privselect description of {type(event).__name__}")

@@ -58,10 +58,41 @@ def test_certificate_is_frozen_data_with_json():
     data = json.loads(cert.to_json())
     assert data["epsilon"] == cert.epsilon and data["delta"] == 1e-6
     assert data["bound"] == "Koskela-Redberg-Wang 2024, Thm 5.2"
-    assert data["k"]["distribution"] == "TruncatedNegativeBinomial" and data["k"]["mean"] == pytest.approx(30)
+    assert data["k"] == {"distribution": "Geometric", "mean": 30,
+                         "derived": {"mean": cert.k.mean, "eta": 1.0, "gamma": cert.k.gamma}}
+    assert data["base"] == {"type": "Gaussian", "noise_multiplier": 4.0, "sensitivity": 1.0, "relation": "add_remove"}
+    assert data["neighbouring_relation"] == "add_remove" and data["accountant"] == "exact"
     assert data["privselect_version"] == ps.__version__
     with pytest.raises(AttributeError):
         cert.epsilon = 0.0
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ps.certify(ps.Gaussian(4.0), ps.Geometric(300), 1e-6),
+    lambda: ps.certify(ps.Gaussian(1.1, relation="replace_one").compose(10), ps.Logarithmic(20), 1e-6),
+    lambda: ps.certify(ps.Laplace(2.0).poisson_subsample(0.1).compose(5), ps.Poisson(5.0), 1e-6),
+    lambda: ps.certify(ps.Gaussian(2.0).sample_without_replacement(0.1).compose(5), ps.Binomial(10, 0.5), 1e-6),
+    lambda: ps.certify(ps.Gaussian(2.0), ps.TruncatedNegativeBinomial(0.5, gamma=0.1), 1e-6, bound="mixture"),
+], ids=["exact-geometric", "replace-one-logarithmic", "laplace-poisson", "wor-binomial", "mixture-tnb"])
+def test_certificate_json_round_trip_is_strict_and_exact(make):
+    """Issue 14 item 7: strict JSON (no Infinity/NaN tokens) and Certificate.from_json round-trips."""
+    cert = make()
+    text = cert.to_json()
+    for token in ("Infinity", "NaN"):
+        assert token not in text
+    json.loads(text, parse_constant=lambda name: pytest.fail(f"non-standard token {name}"))
+    again = ps.Certificate.from_json(text)
+    assert again == cert
+    assert again.to_json() == text
+    assert isinstance(again.base, ps.Mechanism) and again.k == cert.k and repr(again.k) == repr(cert.k)
+
+
+def test_certificate_json_encodes_infinite_alternatives_as_strings():
+    cert = ps.certify(ps.ApproxDP(1.0, 1e-9), ps.Geometric(10), 1e-6)
+    assert cert.alternatives["rdp"] == math.inf
+    data = json.loads(cert.to_json())
+    assert all(isinstance(v, float) or v in ("inf", "-inf", "nan") for v in data["alternatives"].values())
+    assert ps.Certificate.from_json(cert.to_json()) == cert
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, float("nan"), -1e-3])

@@ -2,13 +2,14 @@
 
 from .bounds import SelectionShift, selection_profile, selection_shift
 from .calibrate import Cor62Thresholds, cor62_thresholds, largest_mean, meets_thresholds, smallest_noise_multiplier
-from .certificate import Certificate, certify
-from .distributions import Binomial, Geometric, KDistribution, Logarithmic, Poisson, TruncatedNegativeBinomial
+from .certify import Certificate, certify
+from .distributions import (Binomial, Geometric, KDistribution, Logarithmic, Poisson, TruncatedNegativeBinomial,
+                            k_from_dict)
 from .rdp_bounds import rdp_selection_epsilon, selection_rdp_curve
 from .rnm import report_noisy_max, rnm_epsilon_closed_form, rnm_profile, rnm_rdp_epsilon
 
 __all__ = [
-    "KDistribution", "TruncatedNegativeBinomial", "Geometric", "Logarithmic", "Binomial", "Poisson",
+    "KDistribution", "k_from_dict", "TruncatedNegativeBinomial", "Geometric", "Logarithmic", "Binomial", "Poisson",
     "SelectionShift", "selection_shift", "selection_profile", "selection_rdp_curve", "rdp_selection_epsilon",
     "Certificate", "certify", "largest_mean", "smallest_noise_multiplier", "Cor62Thresholds", "cor62_thresholds",
     "meets_thresholds", "report_noisy_max", "rnm_profile", "rnm_epsilon_closed_form", "rnm_rdp_epsilon",

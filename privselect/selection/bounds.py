@@ -18,6 +18,7 @@ refinement; any eps_1 gives a valid bound, so the search only affects tightness)
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -64,20 +65,17 @@ def _poisson_objective(dist: Poisson, eps1: np.ndarray, d: np.ndarray) -> np.nda
     return dist.mean * (np.expm1(eps1) + d)
 
 
-_THEOREMS = {
-    TruncatedNegativeBinomial: ("Koskela-Redberg-Wang 2024, Thm 5.2", _tnb_objective),
-    Binomial: ("Koskela-Redberg-Wang 2024, Thm 5.7", _binomial_objective),
-    Poisson: ("Koskela-Redberg-Wang 2024, Cor. 5.8", _poisson_objective),
-}
-
-
+@functools.singledispatch
 def _theorem_for(k_dist: KDistribution):
-    try:
-        return _THEOREMS[type(k_dist)]
-    except KeyError:
-        raise TypeError(
-            f"k must be a TruncatedNegativeBinomial, Binomial or Poisson distribution, got {type(k_dist).__name__}"
-        ) from None
+    """The profile bound of a K law: (theorem, shift objective). Registered by K law (subclasses inherit)."""
+    raise TypeError(
+        f"k must be a TruncatedNegativeBinomial (Geometric, Logarithmic), Binomial or Poisson distribution, "
+        f"got {type(k_dist).__name__}")
+
+
+_theorem_for.register(TruncatedNegativeBinomial, lambda k: ("Koskela-Redberg-Wang 2024, Thm 5.2", _tnb_objective))
+_theorem_for.register(Binomial, lambda k: ("Koskela-Redberg-Wang 2024, Thm 5.7", _binomial_objective))
+_theorem_for.register(Poisson, lambda k: ("Koskela-Redberg-Wang 2024, Cor. 5.8", _poisson_objective))
 
 
 def selection_shift(base: PrivacyProfile, k_dist: KDistribution) -> SelectionShift:

@@ -42,6 +42,8 @@ __all__ = [
     "Logarithmic",
     "Binomial",
     "Poisson",
+    "K_LAWS",
+    "k_from_dict",
     "MAX_MEAN",
     "MAX_ETA",
     "MAX_BINOMIAL_N",
@@ -110,9 +112,42 @@ class KDistribution(ABC):
                 return int(ks[-1])
             start, cumulative = start + _CHUNK, float(cdf[-1])
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        K_LAWS[cls.__name__] = cls
+
+    def spec(self) -> dict[str, Any]:
+        """The parameters as the user wrote them (the constructor's keyword arguments)."""
+        written = self.__dict__.get("_written")
+        if written is not None:
+            return dict(written)
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.spec().items())})"
+
     def to_dict(self) -> dict[str, Any]:
-        fields = {k: v for k, v in self.__dict__.items()}
-        return {"distribution": type(self).__name__, **fields, "mean": self.mean}
+        """{"distribution": class name, the written parameters, "derived": {"mean": E[K], ...}}.
+
+        :func:`k_from_dict` reads it back (from the written parameters; "derived" is for readers).
+        """
+        return {"distribution": type(self).__name__, **self.spec(), "derived": self._derived()}
+
+    def _derived(self) -> dict[str, Any]:
+        return {"mean": self.mean}
+
+
+#: K laws by class name (every subclass registers itself), for :func:`k_from_dict`.
+K_LAWS: dict[str, type] = {}
+
+
+def k_from_dict(data: dict[str, Any]) -> "KDistribution":
+    """The K law a :meth:`KDistribution.to_dict` description describes."""
+    try:
+        cls = K_LAWS[data["distribution"]]
+    except (KeyError, TypeError):
+        raise ValueError(f"not a K law description: {data!r}") from None
+    return cls(**{k: v for k, v in data.items() if k not in ("distribution", "derived")})
 
 
 def _check_rng(rng) -> None:
@@ -274,7 +309,7 @@ def _log_one_minus_r_z(gamma: float, r: float, z: np.ndarray) -> np.ndarray:
         return np.where(low, np.log1p(-np.where(low, t, 0.0)), np.log((1.0 - z) + gamma * z))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TruncatedNegativeBinomial(KDistribution):
     """Truncated negative binomial D_{eta, gamma} on {1, 2, ...} (KRW Sec. 5.1).
 
@@ -302,6 +337,10 @@ class TruncatedNegativeBinomial(KDistribution):
             gamma = _tnb_gamma_from_mean(eta, check.real("mean", mean))
         object.__setattr__(self, "eta", eta)
         object.__setattr__(self, "gamma", gamma)
+        object.__setattr__(self, "_written", self._spec_of(eta, gamma, mean))
+
+    def _spec_of(self, eta: float, gamma: float, mean: float | None) -> dict[str, Any]:
+        return {"eta": eta, **({"mean": _plain(mean)} if mean is not None else {"gamma": gamma})}
 
     @property
     def min_k(self) -> int:
@@ -411,8 +450,8 @@ class TruncatedNegativeBinomial(KDistribution):
                     return draw
         return self._sample_by_inversion(rng)  # mass concentrated on small k (mean < 2.3)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"distribution": type(self).__name__, "eta": self.eta, "gamma": self.gamma, "mean": self.mean}
+    def _derived(self) -> dict[str, Any]:
+        return {"mean": self.mean, "eta": self.eta, "gamma": self.gamma}
 
 
 def _poisson(rng: np.random.Generator, lam: float) -> int:
@@ -526,20 +565,45 @@ def _tnb_gamma_from_mean(eta: float, mean: float) -> float:
     return gamma
 
 
-def Geometric(gamma: float | None = None, *, mean: float | None = None) -> TruncatedNegativeBinomial:
-    """Geometric K on {1, 2, ...}: P[K=k] = gamma (1-gamma)^(k-1), mean 1/gamma (eta = 1)."""
-    return TruncatedNegativeBinomial(1.0, gamma, mean=mean)
+def _plain(value: Any) -> int | float:
+    """A user-written number as a plain Python int or float (numpy scalars unwrapped)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
-def Logarithmic(gamma: float | None = None, *, mean: float | None = None) -> TruncatedNegativeBinomial:
-    """Logarithmic K on {1, 2, ...}: P[K=k] = (1-gamma)^k / (k log(1/gamma)) (eta = 0)."""
-    return TruncatedNegativeBinomial(0.0, gamma, mean=mean)
+class _FixedEta(TruncatedNegativeBinomial):
+    """A truncated negative binomial with its eta fixed by the class; the mean first."""
+
+    ETA = 1.0
+
+    def __init__(self, mean: float | None = None, *, gamma: float | None = None) -> None:
+        super().__init__(self.ETA, gamma, mean=mean)
+
+    def _spec_of(self, eta: float, gamma: float, mean: float | None) -> dict[str, Any]:
+        return {"mean": _plain(mean)} if mean is not None else {"gamma": gamma}
+
+
+class Geometric(_FixedEta):
+    """Geometric K on {1, 2, ...}: P[K=k] = gamma (1-gamma)^(k-1), mean 1/gamma (eta = 1; KRW Sec. 5.1).
+
+    ``Geometric(10)`` has mean 10 (``gamma=`` as a keyword gives the success probability).
+    """
+
+    ETA = 1.0
+
+
+class Logarithmic(_FixedEta):
+    """Logarithmic K on {1, 2, ...}: P[K=k] = (1-gamma)^k / (k log(1/gamma)) (eta = 0; KRW Sec. 5.1).
+
+    ``Logarithmic(10)`` has mean 10 (``gamma=`` as a keyword).
+    """
+
+    ETA = 0.0
 
 
 # -- binomial and Poisson -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Binomial(KDistribution):
     """K ~ Bin(n, p) on {0, ..., n} (KRW Sec. 5.2, Thm 5.7). K = 0 is possible. n <= 2^53."""
 
@@ -604,7 +668,7 @@ class Binomial(KDistribution):
         return int(rng.binomial(self.n, self.p))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Poisson(KDistribution):
     """K ~ Poisson(mean) on {0, 1, ...} (Papernot, Steinke 2022; KRW Cor. 5.8).
 
@@ -651,8 +715,5 @@ class Poisson(KDistribution):
         _check_rng(rng)
         return int(rng.poisson(self.mean_))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"distribution": "Poisson", "mean": self.mean_}
-
-    def __repr__(self) -> str:
-        return f"Poisson(mean={self.mean_!r})"
+    def spec(self) -> dict[str, Any]:
+        return {"mean": self.mean_}

@@ -1,0 +1,238 @@
+"""Certificates for "run the base mechanism K times, release the best".
+
+:func:`certify` computes every valid bound that applies (the privacy-profile family of
+Koskela, Redberg, Wang 2024 and the RDP family of Papernot, Steinke 2022) and returns a
+frozen :class:`Certificate` carrying the smallest epsilon, the bound that gave it, the
+alternatives, the K distribution, the base mechanism, the accountant's error budget and
+the library version. Certificates are data: ``to_dict()`` / ``to_json()``; nothing prints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import _validation as check
+from ..accounting import privacy_profile
+from ..accounting.average import HyperparameterMixture
+from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
+from ..mechanisms import Mechanism, NeighbouringRelation, mechanism_from_dict
+from .bounds import selection_profile
+from .distributions import KDistribution, k_from_dict
+from .hyperparameter import certify_hyperparameter_mixture
+from .rdp_bounds import rdp_selection_epsilon, supports_rdp_selection
+
+__all__ = ["Certificate", "certify", "FAMILIES", "RELEASE_ALL"]
+
+#: Bound families for "release the best of K runs" (K not released), tried by default.
+FAMILIES = ("profile", "rdp")
+#: "mixture": K runs with everything released (K itself, every run); only on request.
+RELEASE_ALL = "mixture"
+
+
+def _json_number(value: float) -> float | str:
+    """JSON scheme for numbers: finite floats as numbers; inf, -inf and nan as the strings "inf", "-inf", "nan"."""
+    value = float(value)
+    return value if math.isfinite(value) else str(value)
+
+
+def _number(value: float | str) -> float:
+    return float(value)  # float("inf"), float("-inf"), float("nan") read the strings back
+
+
+def _budget_from_dict(data: dict[str, Any]) -> ErrorBudget:
+    return ErrorBudget(eps_error=_number(data["eps_error"]), delta_error=_number(data["delta_error"]),
+                       min_delta=_number(data["min_delta"]),
+                       details=tuple((name, _number(v)) for name, v in data.get("details", {}).items()))
+
+
+def _base_to_dict(base: Any) -> dict[str, Any]:
+    if isinstance(base, Mechanism):
+        try:
+            return base.to_dict()
+        except TypeError:  # a description with no JSON form (e.g. a ProfileMechanism): its repr
+            return {"description": repr(base)}
+    return {"description": str(base)}
+
+
+def _base_from_dict(data: dict[str, Any]) -> Mechanism | str:
+    return mechanism_from_dict(data) if "type" in data else data["description"]
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """A certified (epsilon, delta) guarantee for private selection, and how it was obtained.
+
+    ``method`` is the bound family that gave ``epsilon`` ("profile", "rdp", "mixture", "cor62", ...),
+    ``bound`` its theorem; ``alternatives`` the epsilon of every family tried. ``base`` is the
+    base mechanism (a :class:`~privselect.Mechanism`, structured in JSON) or a description;
+    ``relation`` the neighbouring relation the guarantee holds for; ``accountant`` the accountant
+    whose profile gave the answer. JSON (``to_json`` / ``from_json``) is strict: non-finite
+    numbers are the strings "inf", "-inf", "nan".
+    """
+
+    epsilon: float
+    delta: float
+    method: str
+    bound: str
+    alternatives: dict[str, float]
+    k: KDistribution
+    base: Any
+    accountant: str
+    error_budget: ErrorBudget
+    notes: tuple[str, ...] = ()
+    version: str = field(default="")
+    relation: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.version:
+            from .. import __version__
+
+            object.__setattr__(self, "version", __version__)
+        if not self.relation:
+            relation = getattr(self.base, "relation", NeighbouringRelation.ADD_REMOVE)
+            object.__setattr__(self, "relation", str(relation))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict (strict: no NaN or Infinity tokens)."""
+        return {
+            "epsilon": _json_number(self.epsilon),
+            "delta": _json_number(self.delta),
+            "method": self.method,
+            "bound": self.bound,
+            "alternatives": {name: _json_number(v) for name, v in self.alternatives.items()},
+            "k": self.k.to_dict(),
+            "base": _base_to_dict(self.base),
+            "neighbouring_relation": self.relation,
+            "accountant": self.accountant,
+            "error_budget": self.error_budget.to_dict(),
+            "notes": list(self.notes),
+            "privselect_version": self.version,
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        """Strictly valid JSON (``allow_nan=False``)."""
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Certificate":
+        """The certificate a :meth:`to_dict` result describes."""
+        return cls(
+            epsilon=_number(data["epsilon"]), delta=_number(data["delta"]), method=data["method"],
+            bound=data["bound"], alternatives={n: _number(v) for n, v in data["alternatives"].items()},
+            k=k_from_dict(data["k"]), base=_base_from_dict(data["base"]), accountant=data["accountant"],
+            error_budget=_budget_from_dict(data["error_budget"]), notes=tuple(data.get("notes", ())),
+            version=data["privselect_version"], relation=data["neighbouring_relation"],
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "Certificate":
+        """The certificate a :meth:`to_json` string describes (round-trips exactly)."""
+        return cls.from_dict(json.loads(text))
+
+    def __str__(self) -> str:
+        return f"({self.epsilon:.4g}, {self.delta:.3g})-DP for the best of K ~ {self.k!r} runs [{self.bound}]"
+
+
+def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *, bound: str | None = None,
+            accountant: str = "auto", base_epsilon: float | None = None, **accountant_options: Any) -> Certificate:
+    """Certify "release the best of K runs of ``base``" at ``delta``: the smallest valid epsilon.
+
+    ``bound=None`` tries every family that applies; ``"profile"`` or ``"rdp"`` forces one
+    (and raises if it does not apply). ``bound="mixture"`` certifies a different release: K and
+    every run are released (the K-mixture bound, :mod:`privselect.selection.mixture`).
+    ``accountant`` (default ``"auto"``) and its options build the base profile when ``base`` is a
+    mechanism description; the certificate names the accountant that gave the answer. A :class:`HyperparameterMixture` (the law of a
+    run's mechanism when hyperparameters change the privacy) is certified by the smaller of the
+    averaged-profile bound and KRW Cor. 6.2 (``base_epsilon`` = ε_Q, searched when None).
+    """
+    if "method" in accountant_options:
+        raise TypeError("certify: the keyword method= was renamed: choose the bound family with bound= "
+                        f"(one of {FAMILIES}) and the accountant with accountant=")
+    method = bound
+    if not isinstance(k, KDistribution):
+        raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(k).__name__}")
+    delta = check.delta_scalar("delta", delta)
+    if method is not None and (not isinstance(method, str) or method not in FAMILIES + (RELEASE_ALL,)):
+        raise ValueError(f"bound must be one of {FAMILIES + (RELEASE_ALL,)} or None, got {method!r}")
+    if method == RELEASE_ALL:
+        return _k_released_certificate(base, k, delta, accountant, accountant_options)
+    if isinstance(base, HyperparameterMixture):  # hyperparameter-dependent privacy (selection/hyperparameter.py)
+        return certify_hyperparameter_mixture(base, k, delta, base_epsilon=base_epsilon, accountant=accountant,
+                                              **accountant_options)
+    mechanism = base.mechanism if isinstance(base, PrivacyProfile) else base
+    families = FAMILIES if method is None else (method,)
+    results: dict[str, tuple[float, str]] = {}
+    notes: list[str] = []
+    budget = ErrorBudget()
+    accountant_name = accountant
+
+    if "profile" in families:
+        try:
+            base_profile = privacy_profile(base, accountant=accountant, **accountant_options)
+            sel = selection_profile(base_profile, k)
+            eps = float(sel.epsilon(delta))
+        except CertificationError as exc:
+            # delta / E[K] is below what the chosen accountant certifies in floating point: fall
+            # back to "auto" (which answers every delta) and say so.
+            if not isinstance(base, Mechanism) or accountant == "auto":
+                if method == "profile":
+                    raise
+                notes.append(f"profile: {exc}")
+                base_profile = None
+            else:
+                notes.append(f"profile[{accountant}]: {exc}; fell back to the auto accountant")
+                base_profile = privacy_profile(base, accountant="auto")
+                sel = selection_profile(base_profile, k)
+                eps = float(sel.epsilon(delta))
+        if base_profile is not None:
+            results["profile"] = (eps, dict(sel.metadata)["theorem"])
+            budget = sel.error_budget
+            accountant_name = _answering_accountant(base_profile, delta / k.mean)
+    if "rdp" in families:
+        reason = supports_rdp_selection(mechanism, k)
+        if reason is None:
+            theorem = "Papernot-Steinke 2022 (KRW Thm 5.1)" if k.min_k == 1 else "Papernot-Steinke 2022 (KRW Thm 5.6)"
+            results["rdp"] = (rdp_selection_epsilon(mechanism, k, delta), theorem)
+        elif method == "rdp":
+            raise ValueError(f"bound='rdp' does not apply: {reason}")
+        else:
+            notes.append(f"rdp: {reason}")
+    finite = {name: value for name, value in results.items() if math.isfinite(value[0])}
+    if not finite:
+        raise ValueError(f"no bound certifies this selection at delta={delta:g}: {notes or results}")
+    best = min(finite, key=lambda name: finite[name][0])
+    return Certificate(
+        epsilon=finite[best][0],
+        delta=delta,
+        method=best,
+        bound=finite[best][1],
+        alternatives={name: value[0] for name, value in results.items()},
+        k=k,
+        base=mechanism,
+        accountant=accountant_name if best == "profile" else "rdp",
+        error_budget=budget if best == "profile" else ErrorBudget(),
+        notes=tuple(notes),
+    )
+
+
+def _answering_accountant(profile: PrivacyProfile, delta: float) -> str:
+    """The accountant whose profile answers eps(delta): "auto[<member>]" for the auto accountant."""
+    if hasattr(profile, "epsilon_source"):
+        return f"auto[{profile.epsilon_source(min(max(delta, 1e-300), 0.5))}]"
+    return str(dict(profile.metadata).get("accountant", profile.method))
+
+
+def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, accountant: str,
+                            options: dict[str, Any]) -> Certificate:
+    """K runs with everything released: the K-mixture bound (joint convexity; :mod:`.mixture`)."""
+    from .mixture import k_mixture_profile
+
+    profile = k_mixture_profile(base, k, accountant=accountant, **options)
+    epsilon = float(profile.epsilon(delta))
+    return Certificate(epsilon=epsilon, delta=delta, method=RELEASE_ALL,
+                       bound="mixture of k-fold compositions (K released; joint convexity)",
+                       alternatives={RELEASE_ALL: epsilon}, k=k, base=base, accountant=accountant,
+                       error_budget=profile.error_budget)

@@ -8,7 +8,8 @@ a message names parameters, mechanisms and regimes, never a score, a trial or a 
 
 from __future__ import annotations
 
-__all__ = ["CertificationError", "UnsupportedMechanismError", "PrivateStudyError"]
+__all__ = ["CertificationError", "UnsupportedMechanismError", "PrivateStudyError", "AllRunsFailedError",
+           "TrainerContractError", "RandomnessLeakError", "CandidatePrivacyError"]
 
 
 class CertificationError(ValueError):
@@ -27,3 +28,25 @@ class UnsupportedMechanismError(ValueError):
 
 class PrivateStudyError(RuntimeError):
     """A private study was used in a way that would leak (pruning, persistent storage, ...)."""
+
+
+# -- the run engine (privselect.tuning; docs/release.md) ---------------------------------------
+
+
+class AllRunsFailedError(RuntimeError):
+    """Every run raised or returned a non-finite score; nothing was released.
+
+    The message is fixed: it carries no exception text, score or parameter of any run.
+    """
+
+
+class TrainerContractError(TypeError):
+    """The trainer or objective broke its contract (signature or return type): a programming error."""
+
+
+class RandomnessLeakError(ValueError):
+    """The winner's output or params hold randomness state (or a data-derived public fact); not released."""
+
+
+class CandidatePrivacyError(ValueError):
+    """A drawn candidate's privacy exceeds what the certificate assumes; nothing was released."""

@@ -50,6 +50,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
+from ..errors import AllRunsFailedError, TrainerContractError
 from ..mechanisms import Gaussian, Laplace
 from ..selection.distributions import KDistribution
 from .backends import MAX_REEXECUTIONS, Backend, WorkerLossError, get_backend
@@ -59,17 +60,6 @@ __all__ = ["AllRunsFailedError", "TrainerContractError", "WorkerLossError", "Run
            "Selected", "run_selection", "dry_run", "split_return", "silenced"]
 
 logger = logging.getLogger(__name__)
-
-
-class AllRunsFailedError(RuntimeError):
-    """Every run raised or returned a non-finite score; nothing was released.
-
-    The message is fixed: it carries no exception text, score or parameter of any run.
-    """
-
-
-class TrainerContractError(TypeError):
-    """The trainer or objective broke its contract (signature or return type): a programming error."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from ..errors import RandomnessLeakError
+
 __all__ = ["RandomnessLeakError", "guard_release", "find_leaks", "RELEASE_MODES"]
 
 RELEASE_MODES = ("refuse", "strip")
@@ -30,10 +32,6 @@ RANDOMNESS_TYPES = (np.random.Generator, np.random.BitGenerator, np.random.Rando
                     np.random.bit_generator.SeedlessSeedSequence)
 _ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None), range, types.ModuleType, type,
           types.BuiltinFunctionType, np.generic)
-
-
-class RandomnessLeakError(ValueError):
-    """The winner's output or params hold randomness state; it was not released."""
 
 
 @dataclass(frozen=True)

@@ -14,16 +14,13 @@ from typing import Any, Callable
 
 from ..accounting.average import HyperparameterMixture
 from ..accounting.profile import PrivacyProfile
+from ..errors import CandidatePrivacyError
 from ..mechanisms import Gaussian, Laplace, Mechanism, compose
 from ..selection.certificate import Certificate, certify
 from ..selection.distributions import KDistribution
 from .space import ContinuousDependence, SearchSpace, privacy_law
 
 __all__ = ["RunPrivacy", "CandidatePrivacyError"]
-
-
-class CandidatePrivacyError(ValueError):
-    """A drawn candidate's privacy exceeds what the certificate assumes; nothing was released."""
 
 
 @dataclass(frozen=True)

@@ -401,3 +401,18 @@ def test_k_zero_still_returns_nothing_selected_and_progress_is_off_by_default(ca
     result = t.run(None)
     assert not result.selected and result.best_output is None
     assert capsys.readouterr().err == ""
+
+
+def test_only_the_hyperparameters_privacy_reads_are_enumerated():
+    from privselect.tuning.space import privacy_law
+
+    space = {"batch": IntUniform(1, 10**7), "s": Choice([1.0, 2.0]), "lr": LogUniform(1e-3, 1.0)}
+    law = privacy_law(space, lambda p: ps.Gaussian(p["s"]))  # 10^7 batch sizes never enumerated
+    assert sorted((m.noise_multiplier, w) for w, m in law.components) == [(1.0, 0.5), (2.0, 0.5)]
+    # a read that depends on another value is discovered, and weighted by the sampling law
+    nested = privacy_law({"a": Choice([0, 1]), "s": Choice([1.0, 3.0, 5.0])},
+                         lambda p: ps.Gaussian(2.0 if p["a"] == 0 else p["s"]))
+    assert dict((m.noise_multiplier, w) for w, m in nested.components) == pytest.approx(
+        {2.0: 0.5, 1.0: 1 / 6, 3.0: 1 / 6, 5.0: 1 / 6})
+    with pytest.raises(ValueError, match="batch"):
+        privacy_law(space, lambda p: ps.Gaussian(1.0 + p["batch"] * 1e-7))

@@ -179,50 +179,70 @@ class ContinuousDependence(LookupError):
     """``privacy(params)`` read a hyperparameter with a continuous law."""
 
 
-class _Probe(Mapping):
-    """The params a privacy callable sees while its law is enumerated: continuous names raise."""
+class _NotEnumerated(LookupError):
+    """``privacy(params)`` read a finite hyperparameter that is not enumerated yet."""
 
-    def __init__(self, values: dict[str, Any], continuous: frozenset[str]) -> None:
-        self._values, self._continuous = values, continuous
+
+class _Probe(Mapping):
+    """The params a privacy callable sees while its law is enumerated.
+
+    Reading a continuous hyperparameter raises :class:`ContinuousDependence`; reading a finite
+    one that is not enumerated yet raises :class:`_NotEnumerated` (it is then added).
+    """
+
+    def __init__(self, names: tuple[str, ...], values: dict[str, Any], continuous: frozenset[str]) -> None:
+        self._names, self._values, self._continuous = names, values, continuous
 
     def __getitem__(self, name: str) -> Any:
         if name in self._continuous:
             raise ContinuousDependence(name)
+        if name not in self._values:
+            if name in self._names:
+                raise _NotEnumerated(name)
+            raise KeyError(name)
         return self._values[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
+        return iter(self._names)
 
     def __len__(self) -> int:
-        return len(self._values)
+        return len(self._names)
 
 
 def privacy_law(space: SearchSpace, privacy: Callable[[Any], Any], transform: Callable[[Any], Any] = lambda m: m):
     """The law of ``transform(privacy(params))`` for params drawn from ``space``; exact, by enumeration.
 
-    The hyperparameters a dict space draws from a finite law (``Choice``, ``IntUniform``) are
-    enumerated with their probabilities; the others must not be read by ``privacy`` (a read
-    raises :class:`ContinuousDependence`, naming the hyperparameter). Equal mechanisms are
-    merged. Returns a :class:`~privselect.accounting.average.HyperparameterMixture`.
+    Only the hyperparameters that ``privacy`` reads are enumerated (discovered by reading:
+    a read of a new finite hyperparameter adds it and starts again), each with its sampling
+    probabilities (``Choice``, ``IntUniform``); the others integrate out. A read of a
+    hyperparameter with a continuous law raises :class:`ContinuousDependence`, naming it.
+    Equal mechanisms are merged. Returns a
+    :class:`~privselect.accounting.average.HyperparameterMixture`.
     """
-    from ..accounting.average import HyperparameterMixture
-    from ..mechanisms import Mechanism
-
     if not isinstance(space, Mapping):
         raise ContinuousDependence("a callable search space has no enumerable law; use a dict of distributions")
     supports = {name: dist.support() for name, dist in space.items()}
-    finite = {name: s for name, s in supports.items() if s is not None}
-    size = math.prod(len(s) for s in finite.values())
-    if size > MAX_ENUMERATED_CANDIDATES:
-        raise ValueError(f"the finite part of the search space has {size} combinations, more than "
-                         f"{MAX_ENUMERATED_CANDIDATES} enumerated for the mixture certificate")
     continuous = frozenset(name for name, s in supports.items() if s is None)
-    placeholder = {name: None for name in continuous}
+    read: list[str] = []
+    while True:
+        try:
+            return _enumerate(tuple(space), {name: supports[name] for name in read}, continuous, privacy, transform)
+        except _NotEnumerated as exc:
+            read.append(exc.args[0])
+
+
+def _enumerate(names, supports, continuous, privacy, transform):
+    from ..accounting.average import HyperparameterMixture
+    from ..mechanisms import Mechanism
+
+    size = math.prod(len(s) for s in supports.values())
+    if size > MAX_ENUMERATED_CANDIDATES:
+        raise ValueError(f"the hyperparameters that privacy(params) reads ({', '.join(supports)}) have {size} "
+                         f"combinations, more than the {MAX_ENUMERATED_CANDIDATES} enumerated for the mixture certificate")
     weights: dict[Any, float] = {}
-    for combination in itertools.product(*finite.values()):
-        values = dict(zip(finite, (value for value, _ in combination)))
-        probe = _Probe({name: values.get(name, placeholder.get(name)) for name in space}, continuous)
-        mechanism = privacy(probe)
+    for combination in itertools.product(*supports.values()):
+        values = dict(zip(supports, (value for value, _ in combination)))
+        mechanism = privacy(_Probe(names, values, continuous))
         if not isinstance(mechanism, Mechanism):
             raise TypeError(f"privacy(params) must return a Mechanism, got {type(mechanism).__name__} "
                             f"for params {values!r}")

@@ -160,39 +160,40 @@ def _accountants() -> tuple[str, ...]:
 
 
 def _one_run(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    """The mechanism of one run from the flags, and the values the flags resolved to."""
-    from .mechanisms import Gaussian, Laplace
+    """The mechanism of one run from the flags (``ps.dpsgd`` for Gaussian noise), and the values they resolved to."""
+    from .mechanisms import Laplace, dpsgd
 
-    if args.mechanism == "laplace":
-        if args.noise_multiplier is not None:
-            raise ValueError("argument --noise-multiplier: applies to --mechanism gaussian; use --scale for laplace")
-        step = Laplace(args.scale if args.scale is not None else 1.0)
-        noise = {"scale": step.scale}
-    else:
-        if args.scale is not None:
-            raise ValueError("argument --scale: applies to --mechanism laplace; use --noise-multiplier for gaussian")
-        step = Gaussian(args.noise_multiplier if args.noise_multiplier is not None else DEFAULT_NOISE_MULTIPLIER)
-        noise = {"noise_multiplier": step.noise_multiplier}
     if (args.batch_size is None) != (args.dataset_size is None):
         given, missing = ("--batch-size", "--dataset-size") if args.batch_size is not None else ("--dataset-size",
                                                                                                  "--batch-size")
         raise ValueError(f"argument {given}: needs {missing} too (the sampling rate is batch size / data set size)")
+    if args.batch_size is not None and args.batch_size > args.dataset_size:
+        raise ValueError(f"argument --batch-size: must be at most --dataset-size ({args.dataset_size}), "
+                         f"got {args.batch_size}")
     if args.batch_size is not None:
-        if args.batch_size > args.dataset_size:
-            raise ValueError(f"argument --batch-size: must be at most --dataset-size ({args.dataset_size}), "
-                             f"got {args.batch_size}")
+        sampling = {"batch_size": args.batch_size, "dataset_size": args.dataset_size}
         rate = args.batch_size / args.dataset_size
     else:
         rate = args.sample_rate if args.sample_rate is not None else DEFAULT_RATE
+        sampling = {"sample_rate": rate}
     if args.steps is not None:
-        steps = args.steps
+        length = {"steps": args.steps}
     else:
-        epochs = args.epochs if args.epochs is not None else DEFAULT_EPOCHS
-        steps = math.ceil(epochs / rate)
-    if rate < 1.0:
-        step = step.poisson_subsample(rate)
-    mechanism = step.compose(steps)
-    return mechanism, {"mechanism": args.mechanism, **noise, "sample_rate": rate, "steps": steps}
+        length = {"epochs": args.epochs if args.epochs is not None else DEFAULT_EPOCHS}
+    steps = args.steps if args.steps is not None else max(1, math.ceil(length["epochs"] / rate))
+    resolved = {"mechanism": args.mechanism, "sample_rate": rate, "steps": steps, "sampling": args.sampling}
+    if args.mechanism == "laplace":
+        if args.noise_multiplier is not None:
+            raise ValueError("argument --noise-multiplier: applies to --mechanism gaussian; use --scale for laplace")
+        step = Laplace(args.scale if args.scale is not None else 1.0)
+        if rate < 1.0:
+            step = step.poisson_subsample(rate) if args.sampling == "poisson" else step.sample_without_replacement(rate)
+        return step.compose(steps), {**resolved, "scale": step.scale}
+    if args.scale is not None:
+        raise ValueError("argument --scale: applies to --mechanism laplace; use --noise-multiplier for gaussian")
+    sigma = args.noise_multiplier if args.noise_multiplier is not None else DEFAULT_NOISE_MULTIPLIER
+    mechanism = dpsgd(noise_multiplier=sigma, **sampling, **length, sampling=args.sampling)
+    return mechanism, {**resolved, "noise_multiplier": sigma}
 
 
 def _certify(args: argparse.Namespace) -> int:
@@ -315,6 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
     rate.add_argument("--batch-size", type=_POSITIVE_INT, metavar="B",
                       help="expected batch size; with --dataset-size, the rate is B / N")
     run.add_argument("--dataset-size", type=_POSITIVE_INT, metavar="N", help="number of records (with --batch-size)")
+    run.add_argument("--sampling", choices=["poisson", "without_replacement"], default="poisson",
+                     help="how batches are drawn: poisson (Opacus; the DP-SGD accountants' assumption) or "
+                          "without_replacement (shuffled fixed-size batches, replace-one neighbours)")
     length = run.add_mutually_exclusive_group()
     length.add_argument("--steps", type=_POSITIVE_INT, metavar="T", help="number of noisy steps")
     length.add_argument("--epochs", type=_POSITIVE, metavar="E",

@@ -5,7 +5,9 @@ private data X are 70% of the 1797 images (the other 30% is the public test set)
 rate is tuned by private selection (K ~ Geometric(mean 10), candidates uniform on a 7-point grid);
 each candidate trains with DP-SGD and is scored by its count of correct validation predictions
 plus Gaussian noise (noise multiplier 10, sensitivity 1); the winner's learning rate then trains
-the final model on all of X, which is released with it.
+the final model on all of X, which is released with it. The pipeline runs on the library's engine:
+``PrivateTuner(..., tuning_rate=r, final=FinalRun(...))``, whose certificate comes from
+``certify_pipeline``.
 
 * (i) ``full``: candidates train on 75% of X and validate on the other 25%;
 * (ii) ``r = 0.1, 0.2, 0.5``: candidates train and validate (75/25) on one Poisson subsample of X
@@ -90,33 +92,38 @@ def _calibrate(target: float, r: float, n: int, route: str) -> float:
 
 def _train(X, y, lr, sigma, rate, rng):
     model = ps.DPSGDClassifier(learning_rate=lr, noise_multiplier=sigma, sampling_rate=rate, epochs=EPOCHS,
-                               random_state=rng)
+                               classes=np.arange(10), random_state=rng)  # the public label set
     return model.fit(X, y)
 
 
-def _pipeline_accuracy(data, sigma: float, r: float, seed: int) -> float:
-    """One run of the pipeline: the released final model's test accuracy."""
+def _tuner(sigma: float, r: float, n: int) -> ps.PrivateTuner:
+    """The pipeline on the library's engine: candidates on the subsample, the final run on all of X."""
+    _, final_run, cand_rate, final_rate = _plan(sigma, r, n)
+
+    def candidate(params, data, rng):
+        X, y = data
+        train = rng.random(len(y)) < 0.75  # the run's own train/validation split
+        model = _train(X[train], y[train], params["learning_rate"], sigma, cand_rate, rng)
+        return float(np.sum(model.predict(X[~train]) == y[~train])), None  # raw count; the tuner adds the noise
+
+    def final(params, data, rng):
+        return _train(*data, params["learning_rate"], sigma, final_rate, rng)
+
+    train_run = _dpsgd(sigma, 0.75 * r * n)[0]  # the tuner composes the score noise into it
+    return ps.PrivateTuner(candidate, {"learning_rate": ps.space.Choice(list(LEARNING_RATES))}, train_run, K_LAW,
+                           DELTA, score_noise=ps.Gaussian(SCORE_NOISE), backend="sequential", tuning_rate=r,
+                           final=ps.FinalRun(final, final_run))
+
+
+def _pipeline_accuracy(data, tuner: ps.PrivateTuner, seed: int) -> float:
+    """One run of the pipeline: the released final model's test accuracy (K = 0: a default model)."""
     X, X_test, y, y_test = data
-    n = X.shape[0]
-    _, _, cand_rate, final_rate = _plan(sigma, r, n)
-    rng = np.random.default_rng(seed)
-    subset = np.flatnonzero(rng.random(n) < r) if r < 1 else np.arange(n)
-    split = rng.random(subset.size) < 0.75
-    tr, va = subset[split], subset[~split]
-    k = K_LAW.sample(rng)
-    best, best_lr = -math.inf, None
-    for _ in range(k):
-        lr = LEARNING_RATES[rng.integers(len(LEARNING_RATES))]
-        score = -math.inf
-        if tr.size and len(np.unique(y[tr])) > 1:
-            model = _train(X[tr], y[tr], lr, sigma, cand_rate, rng)
-            score = float(np.sum(model.predict(X[va]) == y[va])) + rng.normal(0.0, SCORE_NOISE)
-        if score > best:
-            best, best_lr = score, lr
-    if best_lr is None:  # K = 0 or no usable run: a data-independent default
-        best_lr = 1.0
-    final = _train(X, y, best_lr, sigma, final_rate, rng)
-    return float(np.mean(final.predict(X_test) == y_test))
+    tuner.seed = seed
+    result = tuner.run((X, y))
+    model = result.final_output
+    if model is None:  # K = 0, nothing selected: a data-independent guess
+        return float(np.mean(y_test == 0))
+    return float(np.mean(model.predict(X_test) == y_test))
 
 
 def run(quick: bool = False, out_dir=None) -> dict:
@@ -131,11 +138,13 @@ def run(quick: bool = False, out_dir=None) -> dict:
         for r in rates:
             for route in ("profile", "rdp"):
                 sigma = _calibrate(target, r, n, route)
-                acc = np.array([_pipeline_accuracy(data, sigma, r, 1000 * i + 7) for i in seeds])
+                tuner = _tuner(sigma, r, n)
+                acc = np.array([_pipeline_accuracy(data, tuner, 1000 * i + 7) for i in seeds])
                 rows.append({
                     "target_eps": target, "tuning": "full" if r == 1 else f"r={r:g}", "rate": r,
                     "calibrated_by": route, "sigma": sigma,
                     "eps_profile": _epsilon(sigma, r, n, "profile"), "eps_rdp": _epsilon(sigma, r, n, "rdp"),
+                    "eps_certificate": tuner.certificate.epsilon,
                     "accuracy_mean": float(acc.mean()), "accuracy_se": float(acc.std(ddof=1) / math.sqrt(acc.size)),
                     "runs": acc.size,
                 })

@@ -12,10 +12,11 @@ from privselect.selection.rdp_bounds import selection_rdp_curve
 
 RUN = ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(3000)
 K = ps.Geometric(mean=10)
+PRV = {"accountant": "prv"}  # one accountant keeps these tests fast; the default ("auto") is tested elsewhere
 
 
 def test_subsampled_tuning_is_cheaper_and_monotone_in_the_rate():
-    eps = [ps.certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=r).epsilon for r in (0.1, 0.5, 1.0)]
+    eps = [ps.certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=r, **PRV).epsilon for r in (0.1, 0.5, 1.0)]
     final_alone = ps.privacy_profile(RUN).epsilon(1e-5)
     assert final_alone < eps[0] < eps[1] < eps[2]
 
@@ -85,9 +86,9 @@ def test_split_losses_against_enumeration():
 
 def test_complement_final_run_is_certified_and_amplified():
     """Final run on the complement: cheaper than on the full data, never below the selection on the subsample."""
-    full = ps.certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=0.2)
-    complement = ps.certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=0.2, final_data="complement")
-    tuning_only = ps.certify_pipeline(RUN, K, 1e-5, tuning_rate=0.2)
+    full = ps.certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=0.2, **PRV)
+    complement = ps.certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=0.2, final_data="complement", **PRV)
+    tuning_only = ps.certify_pipeline(RUN, K, 1e-5, tuning_rate=0.2, **PRV)
     assert tuning_only.epsilon <= complement.epsilon < full.epsilon
     assert "complement" in complement.notes[0] and "rdp" not in complement.alternatives
     with pytest.raises(ValueError, match="complement"):

@@ -41,7 +41,7 @@ def test_final_run_is_released_with_the_winner_and_certified_by_the_selection_la
     result = tuner.run(_data())
     assert result.final_output["lr"] == result.best_params["lr"]
     assert result.final_output["ids"] == list(range(N))  # full data
-    expected = certify_pipeline(RUN, K, 1e-5, final=RUN)
+    expected = certify_pipeline(RUN, K, 1e-5, final=RUN, accountant="prv")  # the tuner's accountant
     assert result.certificate.epsilon == expected.epsilon
     assert result.certificate.epsilon > ps.certify(RUN, K, 1e-5).epsilon
 
@@ -61,7 +61,7 @@ def test_subsampled_candidates_and_the_final_run_see_the_right_records(final_dat
     else:
         assert final_ids == set(range(N))
     assert result.certificate.epsilon == certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=rate,
-                                                          final_data=final_data).epsilon
+                                                          final_data=final_data, accountant="prv").epsilon
 
 
 def test_subsample_is_drawn_independently_of_the_data():
@@ -145,7 +145,7 @@ def test_private_study_final_run():
     final = ps.FinalRun(lambda params, data, rng: {"lr": params["lr"], "rows": len(X)}, RUN)
     result = PrivateStudy(RUN, K, 1e-5, seed=3, backend="sequential", final=final).optimize(objective)
     assert result.final_output == {"lr": result.best_params["lr"], "rows": N}
-    assert result.certificate.epsilon == certify_pipeline(RUN, K, 1e-5, final=RUN).epsilon
+    assert result.certificate.epsilon == certify_pipeline(RUN, K, 1e-5, final=RUN, accountant="prv").epsilon
     with pytest.raises(ValueError, match="final"):
         PrivateStudy(RUN, K, 1e-5, final=ps.FinalRun(_final, RUN, data="complement"))
     leaky = ps.FinalRun(lambda params, data, rng: rng, RUN)

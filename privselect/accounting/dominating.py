@@ -77,7 +77,7 @@ __all__ = ["ProfileMechanism", "PoissonSplit", "DiscreteLoss", "dominating_loss"
 
 _LD = np.longdouble
 #: Grid points per side (eps > 0 and eps < 0) of the connect-the-dots grid.
-DEFAULT_POINTS = 3000
+DEFAULT_POINTS = 1000
 #: The grid ends where the profile's upper curve drops to this (or stops decreasing).
 DEFAULT_TAIL = 1e-30
 #: Relative margin added to the upper curve before the envelope: it absorbs the rounding of the

@@ -354,7 +354,7 @@ class PrivateStudy:
         """Certificate of the whole search (computed before any trial; data-independent)."""
         if self._certificate is None and self.final is not None:
             self._certificate = certify_pipeline(self._privacy.base, self.k, self.delta, final=self.final.privacy,
-                                                 **self.accountant_options)
+                                                 accountant=self.accountant, **self.accountant_options)
         if self._certificate is None:
             self._certificate = self._privacy.certificate(self.k, self.delta, reveal_k=self.adaptive or self.reveal_k,
                                                           accountant=self.accountant,

@@ -68,7 +68,7 @@ def _final_data(final_data: object, rate: float, final: Mechanism | None) -> str
 
 
 def pipeline_mechanism(selection: PrivacyProfile, *, final: Mechanism | None = None, tuning_rate: float = 1.0,
-                       final_data: str = "full") -> Mechanism:
+                       final_data: str = "full", **accountant_options: Any) -> Mechanism:
     """The pipeline as a mechanism: the selection (subsampled at ``tuning_rate``), then ``final``.
 
     ``final_data="complement"``: the final run sees only the records outside the tuning subsample
@@ -76,7 +76,7 @@ def pipeline_mechanism(selection: PrivacyProfile, *, final: Mechanism | None = N
     """
     rate, final = _rate(tuning_rate), _final(final)
     if _final_data(final_data, rate, final) == "complement":
-        return PoissonSplit(selection, privacy_profile(final), rate)
+        return PoissonSplit(selection, privacy_profile(final, **accountant_options), rate)
     tuning: Mechanism = ProfileMechanism(selection)
     if rate < 1:
         tuning = tuning.poisson_subsample(rate)
@@ -89,8 +89,8 @@ def pipeline_profile(base: Mechanism | PrivacyProfile, k: KDistribution, *, fina
     selection = selection_profile(base, k, **accountant_options)
     if final is None and _rate(tuning_rate) == 1.0:
         return selection
-    return privacy_profile(pipeline_mechanism(selection, final=final, tuning_rate=tuning_rate,
-                                              final_data=final_data))
+    return privacy_profile(pipeline_mechanism(selection, final=final, tuning_rate=tuning_rate, final_data=final_data,
+                                              **accountant_options), **accountant_options)
 
 
 def poisson_subsampled_rdp(rdp_curve: np.ndarray, orders: np.ndarray, rate: float) -> np.ndarray:

@@ -220,7 +220,7 @@ class PrivateTuner:
             self._certificate = certify_pipeline(
                 self._privacy.base, self.k, self.delta, final=None if final is None else final.privacy,
                 tuning_rate=self.tuning_rate, final_data="full" if final is None else final.data,
-                **self.accountant_options)
+                accountant=self.accountant, **self.accountant_options)
         if self._certificate is None:
             self._certificate = self._privacy.certificate(self.k, self.delta, reveal_k=self.reveal_k,
                                                           accountant=self.accountant,

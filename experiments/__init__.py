@@ -27,7 +27,7 @@ EXPERIMENTS: dict[str, str] = {
     "subsampled_tuning": "experiments.subsampled_tuning",
 }
 
-#: Short names accepted by :func:`run` and the command line.
+#: Short names accepted by `run` and the command line.
 ALIASES: dict[str, str] = {
     "fig1": "fig1_rnm", "fig2": "fig2_3_geometric", "fig3": "fig2_3_geometric", "fig4": "fig4_binomial",
     "fig6": "fig6_dpsgd", "fig7": "fig7_large_batch", "fig8": "fig8_tuning_sigma",

@@ -1,6 +1,6 @@
 """Empirical privacy audits: lower bounds on epsilon against privselect's certificates.
 
-For each mechanism the auditor (:mod:`privselect.audit`: Clopper-Pearson at 95% with a
+For each mechanism the auditor ([`privselect.audit`][privselect.audit]: Clopper-Pearson at 95% with a
 Bonferroni correction over the thresholds, Jagielski et al. 2020, Nasr et al. 2021) returns an
 empirical LOWER bound on epsilon(delta); the certificate is an UPPER bound. Every audit checks
 ``lower <= certified`` and reports the tightness ratio ``lower / certified`` (and

@@ -1,6 +1,6 @@
 """Private linear regression (KRW Sec. 6.1, Fig. 5): which private regressor to use, test MSE vs eps, two protocols.
 
-Data: scikit-learn's diabetes and UCI regression sets read with :func:`privselect.ptr.load_uci`
+Data: scikit-learn's diabetes and UCI regression sets read with [`privselect.ptr.load_uci`][privselect.ptr.load_uci]
 from ``experiments/data/uci`` (``--data-dir`` elsewhere). Two preprocessing protocols:
 
 * ``public`` (every private quantity private): each feature is mapped affinely from its public

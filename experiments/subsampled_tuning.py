@@ -1,6 +1,6 @@
 """Tuning inside a pipeline: full-data tuning + final run vs subsampled tuning (Koskela, Kulkarni 2023).
 
-DP-SGD (softmax regression, :class:`privselect.DPSGDClassifier`) on scikit-learn's digits. The
+DP-SGD (softmax regression, [`privselect.DPSGDClassifier`][privselect.apps.dpsgd.DPSGDClassifier]) on scikit-learn's digits. The
 private data X are 70% of the 1797 images (the other 30% is the public test set). The learning
 rate is tuned by private selection (K ~ Geometric(mean 10), candidates uniform on a 7-point grid);
 each candidate trains with DP-SGD and is scored by its count of correct validation predictions

@@ -27,7 +27,7 @@ attack (another statistic, other neighbours) would find. Compare it with a certi
 ``lower <= certified`` is the expected outcome, ``lower > certified`` is evidence (at the
 stated confidence) that the certificate or the implementation is wrong.
 
-Thresholds. When ``thresholds`` is not given, :func:`audit` first draws an independent pilot
+Thresholds. When ``thresholds`` is not given, [`audit`][privselect.audit.audit] first draws an independent pilot
 sample, places a pool of candidate thresholds at its quantiles (logit-spaced, so both tails
 are covered), keeps the ``n_thresholds`` candidates whose pilot lower bound is largest, and
 only then draws the evaluation samples. The pilot is never reused for counting, so the

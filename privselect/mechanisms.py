@@ -7,7 +7,7 @@ descriptions: each one registers how it reads every description it supports.
 Conventions (one meaning of each parameter, everywhere)
 -------------------------------------------------------
 * ``sensitivity`` is the query's sensitivity under the mechanism's own neighbouring
-  ``relation`` (default :attr:`NeighbouringRelation.ADD_REMOVE`: for a clipped sum, the
+  ``relation`` (default `NeighbouringRelation.ADD_REMOVE`: for a clipped sum, the
   clipping norm). ``Gaussian(s, sensitivity=D)`` adds N(0, (s * D)^2) noise (Opacus and
   TF-Privacy's noise multiplier), so it is exactly mu-GDP with ``mu = 1 / s`` under its
   relation, whatever D. Likewise ``Laplace(b, sensitivity=D)`` adds Lap(b * D) and is
@@ -16,11 +16,11 @@ Conventions (one meaning of each parameter, everywhere)
 * Under replace-one neighbours an add/remove description is worth twice as much: replacing
   a record is removing it and adding another, so the replace-one sensitivity is at most
   twice the add/remove one (group privacy of size 2 for the black boxes).
-  :meth:`Mechanism.under_replace_one` gives that description (same noise, doubled
+  [`Mechanism.under_replace_one`][privselect.mechanisms.Mechanism.under_replace_one] gives that description (same noise, doubled
   sensitivity).
 * Poisson subsampling needs an add/remove base and is certified for add/remove neighbours,
   both directions (Zhu, Dong, Wang 2022, Thm 11(1)). Sampling without replacement takes its
-  privacy from the base's replace-one description (:attr:`SampledWithoutReplacement.replace_one_base`,
+  privacy from the base's replace-one description ([`SampledWithoutReplacement.replace_one_base`][privselect.mechanisms.SampledWithoutReplacement.replace_one_base],
   derived automatically from an add/remove base: write the clipping norm and the correct,
   larger epsilon follows) and is certified for add/remove neighbours of the full data set
   (Zhu, Dong, Wang 2022, Thm 11(2)).
@@ -84,7 +84,7 @@ class NeighbouringRelation(str, enum.Enum):
 ADD_REMOVE = NeighbouringRelation.ADD_REMOVE
 REPLACE_ONE = NeighbouringRelation.REPLACE_ONE
 
-#: Mechanism classes by name (every subclass registers itself), for :func:`mechanism_from_dict`.
+#: Mechanism classes by name (every subclass registers itself), for [`mechanism_from_dict`][privselect.mechanisms.mechanism_from_dict].
 _MECHANISM_TYPES: dict[str, type] = {}
 
 
@@ -102,7 +102,7 @@ class Mechanism:
     def to_dict(self) -> dict:
         """Structured, JSON-safe description: {"type": class name, field: value, ...} (nested for bases).
 
-        Non-finite numbers are written as the strings "inf", "-inf", "nan"; :func:`mechanism_from_dict`
+        Non-finite numbers are written as the strings "inf", "-inf", "nan"; [`mechanism_from_dict`][privselect.mechanisms.mechanism_from_dict]
         reads it back.
         """
         out: dict = {"type": type(self).__name__}
@@ -317,9 +317,9 @@ class PoissonSubsampled(Mechanism):
 class SampledWithoutReplacement(Mechanism):
     """``base`` run on a uniformly random subset of size ``rate * n`` (Zhu, Dong, Wang 2022, Thm 11(2)).
 
-    The privacy comes from the base's replace-one description (:attr:`replace_one_base`): an
+    The privacy comes from the base's replace-one description ([`replace_one_base`][privselect.mechanisms.SampledWithoutReplacement.replace_one_base]): an
     add/remove base (e.g. ``Gaussian(1.1)`` for noise 1.1 x the clipping norm) is converted by
-    :meth:`Mechanism.under_replace_one` (sensitivity doubled). The result is certified for
+    [`Mechanism.under_replace_one`][privselect.mechanisms.Mechanism.under_replace_one] (sensitivity doubled). The result is certified for
     adding or removing one record of the full data set.
     """
 
@@ -425,7 +425,7 @@ def _from_json_value(value):
 
 
 def mechanism_from_dict(data: dict) -> Mechanism:
-    """The mechanism a :meth:`Mechanism.to_dict` description describes."""
+    """The mechanism a [`Mechanism.to_dict`][privselect.mechanisms.Mechanism.to_dict] description describes."""
     if not isinstance(data, dict) or "type" not in data:
         raise ValueError(f"not a mechanism description: {data!r}")
     try:

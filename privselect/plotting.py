@@ -2,12 +2,12 @@
 
 Three views of the same guarantee:
 
-- :func:`plot_profile`: the privacy profile eps -> delta(eps) (Balle, Barthe, Gaboardi 2018),
+- [`plot_profile`][privselect.plotting.plot_profile]: the privacy profile eps -> delta(eps) (Balle, Barthe, Gaboardi 2018),
   the certified upper bound as a line and, where the accountant gives one, the certified
   bracket ``lower <= delta <= upper`` as a shaded band.
-- :func:`plot_tradeoff`: the f-DP trade-off curve beta(alpha) implied by the profile
+- [`plot_tradeoff`][privselect.plotting.plot_tradeoff]: the f-DP trade-off curve beta(alpha) implied by the profile
   (Dong, Roth, Su 2022), a certified lower bound on the type II error of any membership test.
-- :func:`plot_certificates`: the epsilon of every bound family a :class:`~privselect.Certificate`
+- [`plot_certificates`][privselect.plotting.plot_certificates]: the epsilon of every bound family a [`Certificate`][privselect.selection.certify.Certificate]
   computed (privacy profile, RDP, ...), with the one it chose highlighted.
 
 matplotlib is imported only when a function is called, so ``import privselect.plotting``
@@ -242,7 +242,7 @@ def plot_certificates(certificates: Certificate | Sequence[Certificate] | Mappin
                       ax: Axes | None = None) -> Axes:
     """Bar chart of the epsilon each bound family certifies, with the chosen bound highlighted.
 
-    A :class:`~privselect.Certificate` holds in ``alternatives`` the epsilon of every family
+    A [`Certificate`][privselect.selection.certify.Certificate] holds in ``alternatives`` the epsilon of every family
     that applied (``"profile"``: Koskela, Redberg, Wang 2024; ``"rdp"``: Papernot, Steinke
     2022; ...) and chooses the smallest (``method``). Each bar's height is that epsilon; the
     chosen family's bar is hatched with a black edge. A family whose epsilon is infinite

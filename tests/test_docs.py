@@ -20,10 +20,33 @@ def test_code_examples_run(page, capsys):
             pytest.fail(f"{page.name} block {number} failed: {type(exc).__name__}: {exc}")
 
 
-def test_docs_build_strict(tmp_path):
-    """mkdocs build --strict (warnings fail); skipped when the docs extra is not installed."""
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The docs built once with mkdocs --strict (a warning fails the build); skipped without the docs extra."""
     mkdocs = pytest.importorskip("mkdocs.commands.build")
     from mkdocs.config import load_config
 
-    config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(tmp_path / "site"), strict=True)
+    site_dir = tmp_path_factory.mktemp("site")
+    config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(site_dir), strict=True)
     mkdocs.build(config)
+    return site_dir
+
+
+def test_docs_build_strict(site):
+    assert (site / "index.html").is_file() and (site / "api" / "index.html").is_file()
+    for page in ("trainers", "choosing_k", "reporting", "debugging"):
+        assert (site / page / "index.html").is_file(), page
+
+
+def test_api_reference_has_no_raw_sphinx_roles_and_its_cross_references_render(site):
+    html = (site / "api" / "index.html").read_text(encoding="utf-8")
+    text = re.sub(r"<[^>]+>", "", html)
+    raw = re.findall(r":(?:meth|class|mod|func|attr|data|exc|obj):`?[\w.~]*", text)
+    assert raw == []
+    # cross-references in docstrings render as links to the objects' anchors in the reference
+    for target in ("privselect.tuning.backends", "privselect.tuning.engine.AllRunsFailedError",
+                   "privselect.selection.certify.certify"):
+        assert re.search(rf'<a[^>]+href="#{re.escape(target)}"', html), target
+    for documented in ("privselect.errors.CertificationError", "privselect.apps.ptr.gptr.GeneralizedPTR",
+                       "privselect.audit.audit", "privselect.tuning.engine"):
+        assert f'id="{documented}"' in html, documented

@@ -1,13 +1,13 @@
 """Accountants: mechanism descriptions in, certified privacy profiles out.
 
-* :mod:`.base`: the :class:`Accountant` interface and the registry by name.
-* :mod:`.auto`: ``"auto"``, the pointwise best of the accountants it runs (the default).
-* :mod:`.exact`: closed forms (compositions of Gaussian mechanisms).
-* :mod:`.prv`: the PRV accountant (Gopi, Lee, Wutschitz 2021).
-* :mod:`.cf`: the characteristic-function accountant (Zhu, Dong, Wang 2022).
-* :mod:`.rdp`: Renyi-DP curves and conversions (the safety net, baselines).
-* :mod:`.plrv`: privacy-loss random variables of each mechanism, both directions.
-* :mod:`.profile`: :class:`PrivacyProfile`, the currency every later stage consumes.
+* `base`: the `Accountant` interface and the registry by name.
+* `auto`: ``"auto"``, the pointwise best of the accountants it runs (the default).
+* `exact`: closed forms (compositions of Gaussian mechanisms).
+* `prv`: the PRV accountant (Gopi, Lee, Wutschitz 2021).
+* `cf`: the characteristic-function accountant (Zhu, Dong, Wang 2022).
+* [`rdp`][privselect.accounting.rdp]: Renyi-DP curves and conversions (the safety net, baselines).
+* `plrv`: privacy-loss random variables of each mechanism, both directions.
+* [`profile`][privselect.accounting.profile]: [`PrivacyProfile`][privselect.accounting.PrivacyProfile], the currency every later stage consumes.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ __all__ = [
     "METHODS",
 ]
 
-#: Former name of :data:`ACCOUNTANTS` (kept for old imports).
+#: Former name of `ACCOUNTANTS` (kept for old imports).
 METHODS = ACCOUNTANTS
 
 
@@ -56,8 +56,8 @@ def privacy_profile(mechanism: Mechanism | PrivacyProfile, accountant: str | Acc
     ``accountant`` names it: ``"auto"`` (default: the pointwise best of exact, PRV, CF and RDP;
     answers every delta), ``"exact"`` (compositions of Gaussian mechanisms), ``"prv"`` (Gopi,
     Lee, Wutschitz 2021), ``"cf"`` (Zhu, Dong, Wang 2022) or ``"rdp"`` (an upper bound only);
-    or an :class:`Accountant` instance. ``options`` go to the accountant (e.g. ``eps_error``
-    for PRV). A :class:`PrivacyProfile` passes through unchanged.
+    or an `Accountant` instance. ``options`` go to the accountant (e.g. ``eps_error``
+    for PRV). A [`PrivacyProfile`][privselect.accounting.PrivacyProfile] passes through unchanged.
     """
     if "method" in options:
         raise renamed_method_error("privacy_profile")

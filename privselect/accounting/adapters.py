@@ -1,6 +1,6 @@
-"""The PRV, CF and RDP accountants behind the :class:`~privselect.accounting.base.Accountant` interface.
+"""The PRV, CF and RDP accountants behind the `Accountant` interface.
 
-Thin adapters: the numerics live in :mod:`.prv`, :mod:`.cf` and :mod:`.rdp`. Each adapter's
+Thin adapters: the numerics live in `prv`, `cf` and [`rdp`][privselect.accounting.rdp]. Each adapter's
 walk is its module's own reading of the mechanism (``readable_losses``, i.e.
 ``plrv.privacy_losses`` by single dispatch on the mechanism type, for PRV and CF;
 ``rdp.unsupported_part`` over ``rdp``'s single-dispatch registry for RDP), so the dry run

@@ -3,7 +3,7 @@
 Every accountant's profile is a certified upper bound (and a lower bound) on the same
 true profile, so their pointwise minimum of upper bounds and maximum of lower bounds is
 again a certified bracket, for delta(eps) and for eps(delta) alike ("keep every
-representation, take the pointwise best", as autodp does). :class:`MinProfile` answers each
+representation, take the pointwise best", as autodp does). `MinProfile` answers each
 query from every member that can certify it and records which member gave the answer.
 
 Which accountants run (chosen cheaply, never all of them blindly):
@@ -187,7 +187,7 @@ class PointwiseMinCurve(DirectionalCurve):
 
 @dataclass(frozen=True)
 class MinProfile(PrivacyProfile):
-    """A :class:`PrivacyProfile` that is the pointwise best of several accountants' profiles.
+    """A [`PrivacyProfile`][privselect.accounting.auto.PrivacyProfile] that is the pointwise best of several accountants' profiles.
 
     ``epsilon_source(delta)`` / ``delta_source(eps)`` name the accountant that gave each answer.
     """

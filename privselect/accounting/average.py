@@ -10,8 +10,8 @@ hence δ_Q(ε) <= E_λ[δ_λ(ε)]: the average of the candidates' profiles is a 
 the base run. Because λ is released, the components have disjoint supports and the inequality
 is an equality in each direction; the only slack is taking the maximum over directions inside
 the average. For a finite space (``Choice``, ``IntUniform``) the weights are the exact
-sampling law, so nothing is approximated. :func:`average_profile` builds that average
-from certified profiles; :class:`HyperparameterMixture` describes the law of the mechanism.
+sampling law, so nothing is approximated. [`average_profile`][privselect.accounting.average.average_profile] builds that average
+from certified profiles; [`HyperparameterMixture`][privselect.accounting.average.HyperparameterMixture] describes the law of the mechanism.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The accountant interface and the registry of accountants by name.
 
-An :class:`Accountant` turns a mechanism description into a certified :class:`PrivacyProfile`.
-Each accountant reads the mechanism in ONE walk (:meth:`Accountant._walk`), built from
-``functools.singledispatch`` on the mechanism type; :meth:`Accountant.supports` runs that same
+An `Accountant` turns a mechanism description into a certified [`PrivacyProfile`][privselect.accounting.base.PrivacyProfile].
+Each accountant reads the mechanism in ONE walk (`Accountant._walk`), built from
+``functools.singledispatch`` on the mechanism type; `Accountant.supports` runs that same
 walk dry (no numerics), so the check cannot drift from the computation (the idea of
 dp-accounting's ``PrivacyAccountant.supports``).
 
@@ -34,8 +34,8 @@ __all__ = [
 class Accountant(ABC):
     """Interprets mechanism descriptions as certified privacy profiles.
 
-    Subclasses set :attr:`name` and implement :meth:`_walk`, the one interpretation of a
-    mechanism. ``_walk(mechanism, dry=True)`` must raise :class:`UnsupportedMechanismError`
+    Subclasses set `name` and implement `_walk`, the one interpretation of a
+    mechanism. ``_walk(mechanism, dry=True)`` must raise [`UnsupportedMechanismError`][privselect.accounting.base.UnsupportedMechanismError]
     naming the piece it cannot read exactly where ``_walk(mechanism, dry=False)`` would, and
     otherwise return None without running any numerics.
     """
@@ -47,9 +47,9 @@ class Accountant(ABC):
         """Read ``mechanism``; build its profile unless ``dry``. Raise UnsupportedMechanismError."""
 
     def supports(self, mechanism: object) -> str | None:
-        """None if :meth:`profile` can interpret ``mechanism``; otherwise the reason (names the piece).
+        """None if [`profile`][privselect.accounting.profile] can interpret ``mechanism``; otherwise the reason (names the piece).
 
-        A dry run of the walk that :meth:`profile` does: no numerics are run.
+        A dry run of the walk that [`profile`][privselect.accounting.profile] does: no numerics are run.
         """
         if not isinstance(mechanism, Mechanism):
             return f"expected a privselect Mechanism, got {type(mechanism).__name__}"
@@ -60,7 +60,7 @@ class Accountant(ABC):
         return None
 
     def profile(self, mechanism: Mechanism) -> PrivacyProfile:
-        """Certified :class:`PrivacyProfile` of ``mechanism`` (both neighbouring directions).
+        """Certified [`PrivacyProfile`][privselect.accounting.base.PrivacyProfile] of ``mechanism`` (both neighbouring directions).
 
         The profile's metadata records the accountant and the neighbouring relation.
         """
@@ -120,7 +120,7 @@ def accountant_names() -> tuple[str, ...]:
 def get_accountant(name: str | Accountant = "auto", **options: Any) -> Accountant:
     """The accountant registered under ``name``, built with ``options``.
 
-    An :class:`Accountant` instance passes through (then no options may be given).
+    An `Accountant` instance passes through (then no options may be given).
     """
     if isinstance(name, Accountant):
         if options:

@@ -13,7 +13,7 @@ privacy loss ``L`` is the sum of independent component losses (``composed_losses
 
 (accounting-cf.md §1.1, §2.6). The masses at +inf compose as ``m = 1 - prod (1 - m_i)^{k_i}``;
 the finite part is the sub-probability law whose phi is ``Phi = prod phi_i^{k_i}`` (Zhu, Dong,
-Wang 2022, Prop. 12 (000) / 13 (002), Prop. 37/38). :class:`~privselect.profile.PrivacyProfile`
+Wang 2022, Prop. 12 (000) / 13 (002), Prop. 37/38). `PrivacyProfile`
 takes the maximum over the directions at query time.
 
 The finite part is split into its *atomic* part ``A`` (the product of the components' atomic
@@ -179,7 +179,7 @@ def _fourier_sum(log_a: np.ndarray, loc: np.ndarray, step: float, n: int) -> tup
 def _oscillatory_sum(weighted: np.ndarray, step: float, eps: np.ndarray) -> tuple[np.ndarray, int]:
     """Re sum_n W_n e^{i n step eps} for each eps, and the accumulation length of each sum.
 
-    Blocked like :func:`_fourier_sum` (n = b B + r): 2 sqrt(N) exponentials per eps and one
+    Blocked like `_fourier_sum` (n = b B + r): 2 sqrt(N) exponentials per eps and one
     matrix product; the sum over r (B terms) and over b (N/B terms) is accumulated in any
     order, so its rounding is bounded by (B + N/B) eps_mach sum |W_n|.
     """
@@ -1107,7 +1107,7 @@ class CFCurve(DirectionalCurve):
 def readable_losses(mechanism: Mechanism) -> tuple[tuple[DirectedLosses, int], ...]:
     """The mechanism's PLRVs, checked readable by this accountant (no numerics).
 
-    Raises :class:`UnsupportedMechanismError` naming the failing part; the registry's "cf"
+    Raises [`UnsupportedMechanismError`][privselect.accounting.cf.UnsupportedMechanismError] naming the failing part; the registry's "cf"
     accountant runs this as its dry walk (``supports``).
     """
     if not isinstance(mechanism, Mechanism):

@@ -3,7 +3,7 @@
 Koskela, Redberg, Wang (2024, Sec. 6.2) remark that a dominating pair can be built numerically
 from a privacy profile with the method of Doroshenko, Ghazi, Kamath, Kumar, Manurangsi
 ("Connect the dots: tighter discrete approximations of privacy loss distributions", PETS 2022),
-and then composed. :class:`ProfileMechanism` does this for any :class:`PrivacyProfile` (a
+and then composed. [`ProfileMechanism`][privselect.accounting.dominating.ProfileMechanism] does this for any [`PrivacyProfile`][privselect.accounting.dominating.PrivacyProfile] (a
 mechanism's, a selection procedure's, a K-mixture's, one restored from a certificate), so a
 selection certificate composes with the rest of a pipeline.
 
@@ -313,8 +313,8 @@ class ProfileMechanism(Mechanism):
     Its dominating pair is a discrete pair built from the profile's certified upper curve by
     connecting the dots (Doroshenko, Ghazi, Kamath, Kumar, Manurangsi, PETS 2022) on the lower
     convex envelope in the e^eps coordinate; the pair's hockey-stick curve lies on or above the
-    profile's upper curve everywhere (proof in :mod:`privselect.accounting.dominating`). It
-    composes (``compose``, :func:`privselect.compose`), Poisson-subsamples (the record-level
+    profile's upper curve everywhere (proof in [`privselect.accounting.dominating`][privselect.accounting.dominating]). It
+    composes (``compose``, [`privselect.compose`][privselect.mechanisms.compose]), Poisson-subsamples (the record-level
     subsample of the whole procedure the profile describes; add/remove neighbours) and is read
     by the accountants like any other mechanism (PRV and RDP; the CF accountant composes at
     most two atoms and declines it).
@@ -403,7 +403,7 @@ def split_losses(first: DiscreteLoss, second: DiscreteLoss, rate: float, mesh: f
     Pair i is ``(P_i, Q_i)`` (its loss ``first`` / ``second``). With likelihood ratios R1, R2,
     independent under Q1 x Q2, the loss is ``log(r R1 + (1-r) R2)``; P-masses at +inf combine to
     ``r P1[inf] + (1-r) P2[inf]``. Each direction is then rounded up to ``mesh`` on its own (see
-    :func:`_rounded_up`: rounding one direction's losses up is the other's rounded down).
+    `_rounded_up`: rounding one direction's losses up is the other's rounded down).
     """
     r = float(rate)
     lr, l1r = math.log(r), math.log1p(-r)
@@ -430,12 +430,12 @@ class PoissonSplit(Mechanism):
     output (e.g. tune on a subsample, then train the final model on the complement, Koskela,
     Kulkarni 2023). Under add/remove neighbours the added record changes exactly one part, so
     with dominating pairs (P1, Q1), (P2, Q2) of the two parts (built from their profiles as in
-    :class:`ProfileMechanism`) the pair ``(r P1 x Q2 + (1-r) Q1 x P2, Q1 x Q2)`` dominates the
+    [`ProfileMechanism`][privselect.accounting.dominating.ProfileMechanism]) the pair ``(r P1 x Q2 + (1-r) Q1 x P2, Q1 x Q2)`` dominates the
     remove direction and its swap the add direction: if ``(A1, B1)`` and every ``(A2^t, B2^t)``
     are post-processings of the pairs by Markov kernels K1 and K2^t (Blackwell), then the kernel
     "t ~ K1, then K2^t" maps the mixture pair to the mechanism's output pair for a fixed split
     of the other records, and joint convexity of the hockey-stick divergence covers the average
-    over those splits. Losses are rounded up to ``mesh`` (see :func:`split_losses`).
+    over those splits. Losses are rounded up to ``mesh`` (see [`split_losses`][privselect.accounting.dominating.split_losses]).
     """
 
     first: PrivacyProfile

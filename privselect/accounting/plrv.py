@@ -2,7 +2,7 @@
 
 Convention (Zhu, Dong, Wang 2022, Def. 4 and 11): for one ordered pair (P, Q) of output
 distributions on neighbouring data sets, the privacy loss is ``L = log(p(o) / q(o))``. A
-:class:`PrivacyLoss` describes the law of ``L`` under ``P`` (the *primary* law) and under
+`PrivacyLoss` describes the law of ``L`` under ``P`` (the *primary* law) and under
 ``Q`` (the *secondary* law). The hockey-stick divergence of the pair is
 
     delta(eps) = H_{e^eps}(P || Q) = P[L = inf] + E_P[(1 - e^{eps - L})_+]      (every real eps)
@@ -10,7 +10,7 @@ distributions on neighbouring data sets, the privacy loss is ``L = log(p(o) / q(
 which needs only the primary law. In Gopi, Lee, Wutschitz (2021) notation, the primary law is
 that of their PRV ``Y`` and the secondary law that of ``X``.
 
-Every non-composite mechanism has two directions (:class:`DirectedLosses`): ``remove`` and
+Every non-composite mechanism has two directions (`DirectedLosses`): ``remove`` and
 ``add``. For symmetric mechanisms both are the same object. Subsampled mechanisms follow
 Zhu, Dong, Wang (2022), Thm 11: with base pair (P, Q) and rate q,
 
@@ -122,9 +122,9 @@ class PrivacyLoss(ABC):
     def continuous_variation(self) -> float:
         """An upper bound on the total variation of the density of the continuous part of L under P.
 
-        The continuous part is the law minus :meth:`atoms` and minus the mass at +inf; jumps
+        The continuous part is the law minus `atoms` and minus the mass at +inf; jumps
         of the density (at the ends of a bounded support) are included. The PRV accountant
-        bounds its mean-preservation error with it (:func:`privselect.accounting.prv`).
+        bounds its mean-preservation error with it (`privselect.accounting.prv`).
         """
         at = self.atoms()
         if at.locations.size and float(np.sum(at.primary)) >= (1.0 - self.inf_mass) * (1 - 1e-12):
@@ -134,7 +134,7 @@ class PrivacyLoss(ABC):
     def log_fourier_envelope(self, v: float, u: np.ndarray) -> np.ndarray:
         """log of a bound on |E_P[e^{(v - iu) L}; L in the continuous part]| for real v >= 0.
 
-        The continuous part is the law minus :meth:`atoms` and minus the mass at +inf. The
+        The continuous part is the law minus `atoms` and minus the mass at +inf. The
         bound is non-increasing in |u| and ``-inf`` for purely atomic laws. It controls the
         truncation error of Fourier inversion along the line Im = v (accounting-cf.md §7).
         """
@@ -390,9 +390,9 @@ class ContinuousQuadrature:
     """Two quadrature rules (nodes, log-weights) for the continuous part of a base law.
 
     ``truncation`` bounds the tilted mass the rules leave out (see
-    :meth:`SubsampledLoss.continuous_quadrature`). ``rigorous``: the fine rule is a truncated
+    `SubsampledLoss.continuous_quadrature`). ``rigorous``: the fine rule is a truncated
     trapezoid rule of step ``step`` whose aliasing error has the proven bound
-    :meth:`aliasing_relative` (otherwise the two rules' difference is only an estimate).
+    `aliasing_relative` (otherwise the two rules' difference is only an estimate).
     """
 
     nodes: np.ndarray
@@ -412,7 +412,7 @@ class ContinuousQuadrature:
         Trefethen, Weideman 2014 (SIAM Review 56(3)), Thm 5.1: for F analytic in the strip
         |Im x| < a with int |F(x + ib)| dx <= M there, the infinite trapezoid rule errs by at most
         2 M / (e^{2 pi a / h} - 1); here M <= C e^{a^2/2 + phase_rate |u| a} m (see
-        :meth:`SubsampledLoss.continuous_quadrature`). The best of a few a <= ``strip`` is used.
+        `SubsampledLoss.continuous_quadrature`). The best of a few a <= ``strip`` is used.
         """
         u = np.abs(np.asarray(u, dtype=float))
         if not self.rigorous:
@@ -459,7 +459,7 @@ class SubsampledLoss(PrivacyLoss):
     ``direction="remove"``: pair (M, Q) with M = (1-q) Q + q P, L = g(L_b), g(l) = log(1-q+q e^l).
     ``direction="add"``: pair (Q, M), L = -g(L_b) with L_b distributed under Q.
     CDFs follow Gopi, Lee, Wutschitz 2021, Prop. B.4; log-phi integrates over the base loss law
-    (exact sums for discrete bases, quadrature for continuous ones, see :meth:`base_quadrature`).
+    (exact sums for discrete bases, quadrature for continuous ones, see `base_quadrature`).
     """
 
     base: PrivacyLoss
@@ -594,7 +594,7 @@ class SubsampledLoss(PrivacyLoss):
         """(log a_j, L_j) with E[e^{(v - iu) L}] ~ sum_j a_j e^{-iu L_j} for a base-law rule.
 
         ``nodes``/``log_weights`` are a quadrature of E_P[f(L_b)] (as for
-        :meth:`log_phi_quadrature`); ``L_j`` is this direction's loss at each node and
+        `log_phi_quadrature`); ``L_j`` is this direction's loss at each node and
         ``a_j > 0`` includes the change of measure and the tilt e^{v L_j}.
         """
         g = _subsampling_map(nodes, self.rate)
@@ -651,13 +651,13 @@ class SubsampledLoss(PrivacyLoss):
         return math.log(4.0) + bound + 1e-12 * (1 + abs(bound))
 
     def continuous_variation(self) -> float:
-        """TV of the untilted density (:meth:`_log_continuous_tv` at v = 0); 0 for atomic bases."""
+        """TV of the untilted density (`_log_continuous_tv` at v = 0); 0 for atomic bases."""
         if self._base_continuous() is None:
             return 0.0
         return math.exp(self._log_continuous_tv(0.0))
 
     def log_fourier_envelope(self, v, u):
-        """Total-variation bound TV(w) / |u| (see :meth:`_log_continuous_tv`).
+        """Total-variation bound TV(w) / |u| (see `_log_continuous_tv`).
 
         Not capped by the tilted mass of the continuous part (callers cap it); ``-inf`` for
         randomized-response and pure-DP bases, which have no continuous part.
@@ -672,7 +672,7 @@ class SubsampledLoss(PrivacyLoss):
                               max_nodes: int = 1 << 22) -> "ContinuousQuadrature":
         """Fine and coarse rules for E_P[f(L_b); continuous part of the base], tilted by e^{vL}.
 
-        For use with :meth:`log_phi_quadrature` at arguments ``z = -u - iv``, ``|u| <= u_max``.
+        For use with `log_phi_quadrature` at arguments ``z = -u - iv``, ``|u| <= u_max``.
         Gaussian base: trapezoid rule in the standard-normal variable with step
         ``h <= pi / (u_max mu g'_max + 14)`` (``g'_max`` over the region holding all but
         e^-46 of the tilted mass), on a range whose omitted tilted mass is bounded by Gaussian

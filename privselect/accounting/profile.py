@@ -6,9 +6,9 @@ neighbours it is the maximum of two hockey-stick curves, one per direction:
 
     delta(eps) = max( H_{e^eps}(P_remove^k || Q_remove^k), H_{e^eps}(P_add^k || Q_add^k) ).
 
-Each accountant produces one :class:`DirectionalCurve` per direction, with a certified
+Each accountant produces one [`DirectionalCurve`][privselect.accounting.profile.DirectionalCurve] per direction, with a certified
 bracket ``lower <= true <= upper`` valid for every eps simultaneously, and an
-:class:`ErrorBudget` that says how wide the bracket may be. :class:`PrivacyProfile` takes
+[`ErrorBudget`][privselect.accounting.profile.ErrorBudget] that says how wide the bracket may be. [`PrivacyProfile`][privselect.accounting.profile.PrivacyProfile] takes
 the maximum over directions at query time (never per step) and offers the derived views:
 epsilon(delta), trade-off curves (f-DP, Dong, Roth, Su 2022; Su 2024 Thm 5) and ``to_dict``.
 """
@@ -140,7 +140,7 @@ def invert_curve(curve, delta: np.ndarray, *, side: str, lo: float = -50.0, hi: 
 class PrivacyProfile:
     """Certified privacy profile of a (composed) mechanism: the max over its directions.
 
-    Use :func:`privselect.privacy_profile` to build one. All queries are vectorised.
+    Use [`privselect.privacy_profile`][privselect.accounting.privacy_profile] to build one. All queries are vectorised.
     """
 
     curves: tuple[DirectionalCurve, ...]
@@ -644,7 +644,7 @@ def gaussian_delta(eps, mu: float) -> np.ndarray:
     (Balle, Wang 2018, Thm 8; Dong, Roth, Su 2022, Cor. 2.13). Evaluated through the Mills
     ratio (no cancellation for small mu, no overflow for huge eps or mu); relative error about
     1e-13 at most. ``mu`` must be a positive finite number. This is a point value: the certified
-    bracket of :class:`GaussianCurve` (``gdp_profile``) also bounds its rounding.
+    bracket of [`GaussianCurve`][privselect.accounting.profile.GaussianCurve] (``gdp_profile``) also bounds its rounding.
     """
     mu = _finite_mu(mu)
     e = check.real_array("eps", eps)
@@ -747,7 +747,7 @@ class GaussianCurve(DirectionalCurve):
     The bracket bounds every rounding of the closed form (see ``_gaussian_delta_side``); mu**2 must
     be a finite double (as in method='exact', which composes mu**2), so every eps(delta) is finite.
     ``mu_bounds = (lo, hi)`` (with lo <= mu <= hi) is the certified range of mu when mu itself was
-    computed (e.g. composed from per-step values, :func:`composed_gaussian_curve`): delta(eps)
+    computed (e.g. composed from per-step values, [`composed_gaussian_curve`][privselect.accounting.profile.composed_gaussian_curve]): delta(eps)
     increases in mu, so the upper side is evaluated at hi and the lower side at lo.
     """
 
@@ -792,7 +792,7 @@ def composed_gaussian_curve(terms, direction: str = "both", *, term_rel_error: f
     combination bounded: each mu_i is within ``term_rel_error`` of its true value (default two
     units of roundoff: one division as in ``1 / noise_multiplier``), its square and the product
     with k_i add 3 u, the sum of n terms n u (any order) and the square root u. Returns a
-    :class:`GaussianCurve` whose ``mu_bounds`` contain the true mu.
+    [`GaussianCurve`][privselect.accounting.profile.GaussianCurve] whose ``mu_bounds`` contain the true mu.
     """
     terms = [(check.positive("mu", m), int(k)) for m, k in terms]
     if not terms or any(k < 1 for _, k in terms):

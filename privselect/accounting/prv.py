@@ -5,7 +5,7 @@ numbering of ``design/accounting-prv-fdp.md``. Per neighbouring direction (``rem
 ``add``; computed once for symmetric mechanisms) the accountant
 
 1. truncates each distinct privacy-loss law Y_i (the primary law of
-   :mod:`~privselect.accounting.plrv`, GLW's PRV Y) to a range of whole cells and conditions
+   `plrv`, GLW's PRV Y) to a range of whole cells and conditions
    on it (GLW Alg. 2; TV cost ``eta1 = sum_i k_i P[Y_i outside]``, Lemma C.1 + TV lemma);
 2. discretises it on the common lattice ``h Z`` with cell-centred cells ``(c - h/2, c + h/2]``
    whose masses are exact CDF differences (``cdf`` below the median, ``sf`` above it), and
@@ -17,7 +17,7 @@ numbering of ``design/accounting-prv-fdp.md``. Per neighbouring direction (``rem
    in-cell inversion, vectorised, and brackets the truth with GLW eq. (8).
 
 Error analysis. The constants are recomputed from the actual discretisation, so the
-reported :class:`ErrorBudget` is what was achieved (never more than requested):
+reported [`ErrorBudget`][privselect.accounting.prv.ErrorBudget] is what was achieved (never more than requested):
 
 * Coupling (GLW Lemma 5.3, sharpened). ``e_i = Y_i - Y~_i`` lies in an interval of length h,
   has mean ``beta_i`` with ``|beta_i| <= mean_error_i`` and ``Var e_i <= E(Y_i - c(Y_i))^2``;
@@ -37,7 +37,7 @@ reported :class:`ErrorBudget` is what was achieved (never more than requested):
   ``delta_error = eta0 + eta1 + eta2 + fp`` (each failure counted once by the union bound).
 * Floating point ``fp``, a bound on the change of any delta~(eps):
   (i) cell masses: CDF values with absolute error ``<= 64 u max|F|`` (an assumption on
-  :mod:`plrv`'s CDFs); delta~ is linear in each factor with a monotone [0, 1] weight, so
+  `plrv`'s CDFs); delta~ is linear in each factor with a monotone [0, 1] weight, so
   summation by parts gives ``~10 max|dF|`` per factor, times K (hybrid argument);
   (ii) FFT: componentwise forward error ``<= 10 u log2(n)`` per output (one relative error
   per radix stage; Higham 2002, Sec. 24.1), amplified by the powering to
@@ -82,7 +82,7 @@ _REFINED_CELLS = 2048
 
 #: Smallest floating-point error bound one composition adds to the delta bracket: the cell
 #: masses of every step are normalised with relative error >= (log2(cells + 1) + 22) u, one
-#: cell at least (see :func:`_pmf_error`; hybrid argument over the steps).
+#: cell at least (see `_pmf_error`; hybrid argument over the steps).
 _FP_PER_COMPOSITION = (math.log2(2) + 22) * _U
 #: Largest total number of compositions: beyond it the floating-point part of delta_error alone
 #: is >= 1, so every delta bound is the trivial 1 and no epsilon can be certified (3.9e14).
@@ -141,7 +141,7 @@ class PRVAccountant:
     ``(P0, (1-q) P0 + q P1)``, add: its swap) and the profile takes their maximum at query
     time; symmetric mechanisms are computed once.
 
-    At most :data:`MAX_COMPOSITIONS` (~3.9e14) compositions in total: the floating-point error
+    At most `MAX_COMPOSITIONS` (~3.9e14) compositions in total: the floating-point error
     bound grows by at least 23 u (~2.6e-15) per composition, so beyond that count every delta
     bound is 1 (in practice the floor reaches delta ~ 1e-5 near 1e8 compositions).
 
@@ -158,7 +158,7 @@ class PRVAccountant:
     ----------
     eps_error:
         Additive eps slack of the bracket (GLW eq. (8)); the achieved value (reported in the
-        profile's :class:`ErrorBudget`) never exceeds it. ``None``: ``rel_eps_error`` times
+        profile's [`ErrorBudget`][privselect.accounting.prv.ErrorBudget]) never exceeds it. ``None``: ``rel_eps_error`` times
         an RDP upper bound on eps(``target_delta``) (at least 0.1), which keeps the relative
         accuracy and the cost roughly independent of the mechanism. Range: [2.2e-16 (machine
         epsilon), 709.78 (log of the largest double)].
@@ -203,7 +203,7 @@ class PRVAccountant:
     # -- build -------------------------------------------------------------------------
 
     def profile(self, mechanism: Mechanism) -> PrivacyProfile:
-        """Certified :class:`PrivacyProfile` (method ``"prv"``): both directions, max at query time."""
+        """Certified [`PrivacyProfile`][privselect.accounting.prv.PrivacyProfile] (method ``"prv"``): both directions, max at query time."""
         start = time.perf_counter()
         parts = readable_losses(mechanism)
         total = sum(count for _, count in parts)
@@ -286,7 +286,7 @@ def _count_text(count: int) -> str:
 
 
 def prv_profile(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
-    """Certified privacy profile of ``mechanism`` from :class:`PRVAccountant` (``options`` go to it)."""
+    """Certified privacy profile of ``mechanism`` from [`PRVAccountant`][privselect.accounting.prv.PRVAccountant] (``options`` go to it)."""
     return PRVAccountant(**options).profile(mechanism)
 
 

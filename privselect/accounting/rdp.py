@@ -5,7 +5,7 @@ domain (Gopi, Lee, Wutschitz 2021, Remark 5.6). Every curve is the worst case ov
 neighbouring directions, ``max(D_a(M(X) || M(X')), D_a(M(X') || M(X)))``, and composes by
 addition (Mironov 2017, Prop. 1).
 
-Conventions follow :mod:`privselect.accounting.plrv`: ``Gaussian(s, sensitivity)`` has
+Conventions follow `privselect.accounting.plrv`: ``Gaussian(s, sensitivity)`` has
 ``mu = sensitivity / s`` and ``Laplace(b, sensitivity)`` has ``eps0 = sensitivity / b``.
 
 Curves (``rdp_curve``), for orders ``a > 1``:
@@ -636,7 +636,7 @@ def epsilon_from_rdp(orders: object, rdp: object, delta: object, method: str = "
     """Upper bound on eps(delta) from an RDP curve, minimised over the orders where it is finite.
 
     Vectorised over ``delta`` in (0, 1) (a float in, a float out); +inf if no order is
-    finite. Rules (see :func:`delta_from_rdp` for sources), for an (a, r)-RDP mechanism:
+    finite. Rules (see [`delta_from_rdp`][privselect.accounting.rdp.delta_from_rdp] for sources), for an (a, r)-RDP mechanism:
 
     * ``"classic"``: eps = r + log(1/delta)/(a-1);
     * ``"improved"`` (default) and ``"krw"`` (KRW 2024 Lemma D.1, the same statement solved
@@ -667,7 +667,7 @@ def epsilon_from_rdp(orders: object, rdp: object, delta: object, method: str = "
 
 def rdp_epsilon(mechanism: Mechanism, delta: object, orders: object = DEFAULT_ORDERS, *,
                 method: str = "improved") -> Any:
-    """Upper bound on eps(delta) of ``mechanism`` through its RDP curve (see :func:`epsilon_from_rdp`)."""
+    """Upper bound on eps(delta) of ``mechanism`` through its RDP curve (see [`epsilon_from_rdp`][privselect.accounting.rdp.epsilon_from_rdp])."""
     method = _method(method)
     d = check.delta_array("delta", delta)
     a = _orders_array(orders).reshape(-1)
@@ -676,7 +676,7 @@ def rdp_epsilon(mechanism: Mechanism, delta: object, orders: object = DEFAULT_OR
 
 def rdp_delta(mechanism: Mechanism, epsilon: object, orders: object = DEFAULT_ORDERS, *,
               method: str = "improved") -> Any:
-    """Upper bound on delta(eps) of ``mechanism`` through its RDP curve (see :func:`delta_from_rdp`)."""
+    """Upper bound on delta(eps) of ``mechanism`` through its RDP curve (see [`delta_from_rdp`][privselect.accounting.rdp.delta_from_rdp])."""
     method = _method(method)
     e = check.real_array("epsilon", epsilon)
     a = _orders_array(orders).reshape(-1)
@@ -714,7 +714,7 @@ class RdpCurve(DirectionalCurve):
 
 
 def rdp_profile(mechanism: Mechanism, *, orders: object = DEFAULT_ORDERS, method: str = "improved") -> PrivacyProfile:
-    """Upper-bound-only :class:`PrivacyProfile` of ``mechanism`` from its RDP curve."""
+    """Upper-bound-only [`PrivacyProfile`][privselect.accounting.rdp.PrivacyProfile] of ``mechanism`` from its RDP curve."""
     method = _method(method)
     a = _orders_array(orders).reshape(-1)
     curve = rdp_curve(mechanism, a)

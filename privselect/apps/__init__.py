@@ -1,2 +1,2 @@
-"""Applications built on the tuner: DP-SGD (:mod:`.dpsgd`), the demo job (:mod:`.demo`), private linear
-regression with Generalized PTR (:mod:`.ptr`)."""
+"""Applications built on the tuner: DP-SGD ([`dpsgd`][privselect.apps.dpsgd]), the demo job ([`demo`][privselect.apps.demo]), private linear
+regression with Generalized PTR (`ptr`)."""

@@ -1,4 +1,4 @@
-"""DP-SGD for logistic (softmax) regression in numpy, and a trainer for :class:`PrivateTuner`.
+"""DP-SGD for logistic (softmax) regression in numpy, and a trainer for [`PrivateTuner`][privselect.tuning.tuner.PrivateTuner].
 
 Abadi et al. 2016: at each of T = ceil(epochs / q) steps, take a Poisson subsample (each
 record with probability q), clip every per-example gradient to L2 norm ``clip_norm``, sum,
@@ -7,7 +7,7 @@ size q * n, and step. Under add/remove neighbours one run is exactly
 
     Gaussian(noise_multiplier).poisson_subsample(q).compose(T)
 
-(:attr:`DPSGDClassifier.privacy`), whatever the learning rate and clipping norm; n (hence
+([`DPSGDClassifier.privacy`][privselect.apps.dpsgd.DPSGDClassifier.privacy]), whatever the learning rate and clipping norm; n (hence
 q = batch_size / n) is treated as public, as is customary.
 
 What the fitted model holds is what a release would show, so it holds no randomness state and
@@ -61,7 +61,7 @@ def _softmax(z: np.ndarray) -> np.ndarray:
 class DPSGDClassifier(ClassifierMixin, BaseEstimator):
     """Softmax (multinomial logistic) regression trained with DP-SGD.
 
-    Parameters follow scikit-learn conventions and are validated in :meth:`fit`.
+    Parameters follow scikit-learn conventions and are validated in [`fit`][privselect.apps.dpsgd.DPSGDClassifier.fit].
     ``classes`` is the public label set (see the module docstring); ``random_state`` may be
     None, an int or a ``numpy.random.Generator`` (used once, then dropped); prefer
     ``fit(X, y, rng=run_rng)``.
@@ -81,7 +81,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
 
     @property
     def privacy(self) -> Mechanism:
-        """The privacy of one call to :meth:`fit` (add/remove neighbours)."""
+        """The privacy of one call to [`fit`][privselect.apps.dpsgd.DPSGDClassifier.fit] (add/remove neighbours)."""
         q = check.half_open_unit("sampling_rate", self.sampling_rate)
         step = Gaussian(self.noise_multiplier)
         step = step.poisson_subsample(q) if q < 1 else step
@@ -165,7 +165,7 @@ TUNABLE = ("learning_rate", "clip_norm", "epochs", "fit_intercept")
 
 
 def make_dpsgd_trainer(noise_multiplier: float, sampling_rate: float, *, classes: Any) -> "DPSGDTrainer":
-    """A ``train(params, data, rng)`` for :class:`PrivateTuner` (picklable, for process backends).
+    """A ``train(params, data, rng)`` for [`PrivateTuner`][privselect.tuning.tuner.PrivateTuner] (picklable, for process backends).
 
     ``data = (X_train, y_train, X_val, y_val)``; ``classes`` is the public label set;
     ``params`` may set ``learning_rate``, ``clip_norm``, ``epochs`` and ``fit_intercept``
@@ -174,7 +174,7 @@ def make_dpsgd_trainer(noise_multiplier: float, sampling_rate: float, *, classes
     predictions (sensitivity 1 under add/remove) and the model: pass
     ``score_noise=ps.Laplace(b)`` (or ``ps.Gaussian``) to the tuner so the score is
     privatised and its noise accounted for. The privacy of one run is that of
-    :attr:`DPSGDClassifier.privacy` at the largest ``epochs`` in the search space.
+    [`DPSGDClassifier.privacy`][privselect.apps.dpsgd.DPSGDClassifier.privacy] at the largest ``epochs`` in the search space.
     """
     if classes is None:
         raise ValueError("classes (the public label set) is required: it is never read from the private labels")
@@ -184,7 +184,7 @@ def make_dpsgd_trainer(noise_multiplier: float, sampling_rate: float, *, classes
 
 @dataclass(frozen=True)
 class DPSGDTrainer:
-    """``train(params, data, rng)`` for DP-SGD; see :func:`make_dpsgd_trainer`."""
+    """``train(params, data, rng)`` for DP-SGD; see [`make_dpsgd_trainer`][privselect.apps.dpsgd.make_dpsgd_trainer]."""
 
     noise_multiplier: float
     sampling_rate: float

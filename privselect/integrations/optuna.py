@@ -6,8 +6,8 @@ Three lines change from a plain Optuna study::
     result = study.optimize(objective)          # no n_trials, no timeout
     result.best_params, result.best_value, result.certificate
 
-``PrivateStudy`` is a thin front end on the run engine (:mod:`privselect.tuning.engine`), the
-same one behind :class:`~privselect.tuning.PrivateTuner`: same K law, seeds, backends,
+``PrivateStudy`` is a thin front end on the run engine ([`privselect.tuning.engine`][privselect.tuning.engine]), the
+same one behind [`PrivateTuner`][privselect.tuning.PrivateTuner]: same K law, seeds, backends,
 progress, ``score_noise``, callable privacy, ``reveal_k``, release guard and dry run. For the
 same seed, space and trainer, both give the same winner and certificate.
 
@@ -20,7 +20,7 @@ What the wrapper controls (Optuna leaks all of it by default):
   trial's own generator, i.i.d. across trials (the law of Optuna's ``RandomSampler``), so
   nothing stores the trials;
 * pruning is disabled: ``trial.report``, ``trial.should_prune`` and ``raise
-  optuna.TrialPruned()`` raise :class:`PrivateStudyError` and the study releases nothing;
+  optuna.TrialPruned()`` raise [`PrivateStudyError`][privselect.integrations.optuna.PrivateStudyError] and the study releases nothing;
 * a trial that raises (any other exception) or returns a non-finite value scores the worst
   value; it is never retried; its message is dropped;
 * only the winner leaves: ``best_trial`` is a fresh ``FrozenTrial`` with the winner's params,
@@ -32,7 +32,7 @@ samplers (TPE, GP, CMA-ES, NSGA, ...) condition on past values; both are refused
 ``adaptive=True``, which certifies the search as what it then is, K adaptively chosen runs
 with K independent of the data (sequential backend only):
 
-    delta(eps) <= sum_k P[K = k] delta_k(eps)        (:mod:`privselect.selection.mixture`)
+    delta(eps) <= sum_k P[K = k] delta_k(eps)        ([`privselect.selection.mixture`][privselect.selection.mixture])
 
 Proof: given K = k, the transcript of an adaptive search is an adaptive composition of k
 runs, so its profile is at most delta_k. K has the same law on both neighbours, so the output
@@ -282,7 +282,7 @@ class PrivateStudy:
     ``params -> Mechanism`` when hyperparameters change it; then ``privacy_space`` declares
     the laws of those hyperparameters (``{"sigma": Choice([...])}``), which the objective must
     suggest with the same laws. ``seed`` is a secret key (None: fresh entropy). The other
-    options are those of :class:`~privselect.tuning.PrivateTuner`.
+    options are those of [`PrivateTuner`][privselect.tuning.PrivateTuner].
     """
 
     def __init__(self, privacy: Any, k: KDistribution, delta: float, *, direction: Any = "maximize",

@@ -1,4 +1,4 @@
-"""Alias of :mod:`privselect.apps.ptr` (kept so 0.1 imports work).
+"""Alias of `privselect.apps.ptr` (kept so 0.1 imports work).
 
 ``privselect.ptr`` and every submodule (``privselect.ptr.ops``, ``.regression``, ...) are the
 same module objects as their ``privselect.apps.ptr`` counterparts, so classes, isinstance checks

@@ -11,9 +11,9 @@ eps_1 is the one minimising s, whatever eps is asked for, and the whole tuning p
 
     delta_A(eps) <= min(1, m * delta(eps - s*)),      eps_A(delta) <= eps_base(delta / m) + s*,
 
-with s* = min over eps_1 of s(eps_1). :func:`selection_shift` finds s* (grid plus local
+with s* = min over eps_1 of s(eps_1). [`selection_shift`][privselect.selection.bounds.selection_shift] finds s* (grid plus local
 refinement; any eps_1 gives a valid bound, so the search only affects tightness) and
-:func:`selection_profile` returns the procedure's profile as a :class:`PrivacyProfile`.
+[`selection_profile`][privselect.selection.bounds.selection_profile] returns the procedure's profile as a [`PrivacyProfile`][privselect.selection.bounds.PrivacyProfile].
 """
 
 from __future__ import annotations

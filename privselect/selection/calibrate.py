@@ -1,10 +1,10 @@
 """Calibration: how many runs, how much noise, and thresholds for candidates whose privacy differs.
 
-* :func:`largest_mean`: the largest E[K] (for a chosen family) whose certificate meets a
+* [`largest_mean`][privselect.selection.calibrate.largest_mean]: the largest E[K] (for a chosen family) whose certificate meets a
   target (eps, delta).
-* :func:`smallest_noise_multiplier`: the smallest DP-SGD noise multiplier (Poisson rate q,
+* [`smallest_noise_multiplier`][privselect.selection.calibrate.smallest_noise_multiplier]: the smallest DP-SGD noise multiplier (Poisson rate q,
   T steps) such that the whole tuning meets (eps, delta).
-* :func:`cor62_thresholds` and :func:`meets_thresholds`: KRW Cor. 6.2 point-wise thresholds
+* [`cor62_thresholds`][privselect.selection.calibrate.cor62_thresholds] and [`meets_thresholds`][privselect.selection.calibrate.meets_thresholds]: KRW Cor. 6.2 point-wise thresholds
   (eps_1, delta_1) and (eps_hat, delta/m) that every candidate must meet when
   hyperparameters change the privacy of a run (e.g. tuning sigma with T adjusted).
 
@@ -58,7 +58,7 @@ def largest_mean(base: Mechanism | PrivacyProfile, target_epsilon: float, delta:
     """The largest mean m with ``certify(base, family(m), delta).epsilon <= target_epsilon``.
 
     ``family`` maps a mean to a K distribution (default geometric). The base profile is built
-    once with ``accountant``; ``bound`` forces a bound family as in :func:`certify`. Raises
+    once with ``accountant``; ``bound`` forces a bound family as in [`certify`][privselect.selection.calibrate.certify]. Raises
     ``ValueError`` when even ``min_mean`` misses the target.
     """
     target = check.positive("target_epsilon", target_epsilon)
@@ -143,7 +143,7 @@ class Cor62Thresholds:
     reference_mu: float
 
 
-#: Search range of the reference Gaussian's mu in :func:`cor62_thresholds`.
+#: Search range of the reference Gaussian's mu in [`cor62_thresholds`][privselect.selection.calibrate.cor62_thresholds].
 _REFERENCE_MU_RANGE = (1e-6, 100.0)
 
 

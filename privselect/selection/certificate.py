@@ -1,4 +1,4 @@
-"""Former home of :func:`certify` and :class:`Certificate` (kept so old imports work)."""
+"""Former home of [`certify`][privselect.selection.certify.certify] and [`Certificate`][privselect.selection.certify.Certificate] (kept so old imports work)."""
 
 from .certify import FAMILIES, Certificate, certify  # noqa: F401
 

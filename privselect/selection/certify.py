@@ -1,8 +1,8 @@
 """Certificates for "run the base mechanism K times, release the best".
 
-:func:`certify` computes every valid bound that applies (the privacy-profile family of
+[`certify`][privselect.selection.certify.certify] computes every valid bound that applies (the privacy-profile family of
 Koskela, Redberg, Wang 2024 and the RDP family of Papernot, Steinke 2022) and returns a
-frozen :class:`Certificate` carrying the smallest epsilon, the bound that gave it, the
+frozen [`Certificate`][privselect.selection.certify.Certificate] carrying the smallest epsilon, the bound that gave it, the
 alternatives, the K distribution, the base mechanism, the accountant's error budget and
 the library version. Certificates are data: ``to_dict()`` / ``to_json()``; nothing prints.
 """
@@ -67,7 +67,7 @@ class Certificate:
 
     ``method`` is the bound family that gave ``epsilon`` ("profile", "rdp", "mixture", "cor62", ...),
     ``bound`` its theorem; ``alternatives`` the epsilon of every family tried. ``base`` is the
-    base mechanism (a :class:`~privselect.Mechanism`, structured in JSON) or a description;
+    base mechanism (a [`Mechanism`][privselect.mechanisms.Mechanism], structured in JSON) or a description;
     ``relation`` the neighbouring relation the guarantee holds for; ``accountant`` the accountant
     whose profile gave the answer. JSON (``to_json`` / ``from_json``) is strict: non-finite
     numbers are the strings "inf", "-inf", "nan".
@@ -118,7 +118,7 @@ class Certificate:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Certificate":
-        """The certificate a :meth:`to_dict` result describes."""
+        """The certificate a [`to_dict`][privselect.selection.certify.Certificate.to_dict] result describes."""
         return cls(
             epsilon=_number(data["epsilon"]), delta=_number(data["delta"]), method=data["method"],
             bound=data["bound"], alternatives={n: _number(v) for n, v in data["alternatives"].items()},
@@ -129,7 +129,7 @@ class Certificate:
 
     @classmethod
     def from_json(cls, text: str) -> "Certificate":
-        """The certificate a :meth:`to_json` string describes (round-trips exactly)."""
+        """The certificate a [`to_json`][privselect.selection.certify.Certificate.to_json] string describes (round-trips exactly)."""
         return cls.from_dict(json.loads(text))
 
     def __str__(self) -> str:
@@ -142,9 +142,9 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
 
     ``bound=None`` tries every family that applies; ``"profile"`` or ``"rdp"`` forces one
     (and raises if it does not apply). ``bound="mixture"`` certifies a different release: K and
-    every run are released (the K-mixture bound, :mod:`privselect.selection.mixture`).
+    every run are released (the K-mixture bound, [`privselect.selection.mixture`][privselect.selection.mixture]).
     ``accountant`` (default ``"auto"``) and its options build the base profile when ``base`` is a
-    mechanism description; the certificate names the accountant that gave the answer. A :class:`HyperparameterMixture` (the law of a
+    mechanism description; the certificate names the accountant that gave the answer. A [`HyperparameterMixture`][privselect.selection.certify.HyperparameterMixture] (the law of a
     run's mechanism when hyperparameters change the privacy) is certified by the smaller of the
     averaged-profile bound and KRW Cor. 6.2 (``base_epsilon`` = ε_Q, searched when None).
     """
@@ -227,7 +227,7 @@ def _answering_accountant(profile: PrivacyProfile, delta: float) -> str:
 
 def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, accountant: str,
                             options: dict[str, Any]) -> Certificate:
-    """K runs with everything released: the K-mixture bound (joint convexity; :mod:`.mixture`)."""
+    """K runs with everything released: the K-mixture bound (joint convexity; [`mixture`][privselect.selection.mixture])."""
     from .mixture import k_mixture_profile
 
     profile = k_mixture_profile(base, k, accountant=accountant, **options)

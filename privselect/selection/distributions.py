@@ -5,15 +5,15 @@ probability generating function ``pgf`` (phi(z) = E[z^K]) and its derivative, th
 ``mean``, and ``sample(rng)`` drawing from a ``numpy.random.Generator``. K is always drawn
 independently of the data.
 
-* :class:`TruncatedNegativeBinomial` D_{eta, gamma}, eta > -1, gamma in (0, 1), K >= 1
-  (KRW Sec. 5.1; Papernot, Steinke 2022): :func:`Geometric` is eta = 1, :func:`Logarithmic`
+* [`TruncatedNegativeBinomial`][privselect.selection.distributions.TruncatedNegativeBinomial] D_{eta, gamma}, eta > -1, gamma in (0, 1), K >= 1
+  (KRW Sec. 5.1; Papernot, Steinke 2022): [`Geometric`][privselect.selection.distributions.Geometric] is eta = 1, [`Logarithmic`][privselect.selection.distributions.Logarithmic]
   is eta = 0.
-* :class:`Binomial` Bin(n, p), K >= 0 (KRW Sec. 5.2).
-* :class:`Poisson` Poisson(mean), K >= 0 (Papernot, Steinke 2022; KRW Cor. 5.8).
+* [`Binomial`][privselect.selection.distributions.Binomial] Bin(n, p), K >= 0 (KRW Sec. 5.2).
+* [`Poisson`][privselect.selection.distributions.Poisson] Poisson(mean), K >= 0 (Papernot, Steinke 2022; KRW Cor. 5.8).
 
 Supported ranges (outside them the constructors raise ``ValueError`` naming the parameter):
-the mean of K is at most :data:`MAX_MEAN` (numpy's Poisson sampler limit, about 9.22e18),
-``eta`` is at most :data:`MAX_ETA` and the binomial ``n`` at most :data:`MAX_BINOMIAL_N`
+the mean of K is at most `MAX_MEAN` (numpy's Poisson sampler limit, about 9.22e18),
+``eta`` is at most `MAX_ETA` and the binomial ``n`` at most `MAX_BINOMIAL_N`
 (2^53, so that n and every k <= n are exact doubles). Within them (checked against mpmath)
 the pmf has a relative error below ~1e-13 where log pmf > -30 and of ~1e-16 |log pmf| in the
 far tails (log space; Loader's saddle-point form for the binomial, Poisson and negative
@@ -129,7 +129,7 @@ class KDistribution(ABC):
     def to_dict(self) -> dict[str, Any]:
         """{"distribution": class name, the written parameters, "derived": {"mean": E[K], ...}}.
 
-        :func:`k_from_dict` reads it back (from the written parameters; "derived" is for readers).
+        [`k_from_dict`][privselect.selection.distributions.k_from_dict] reads it back (from the written parameters; "derived" is for readers).
         """
         return {"distribution": type(self).__name__, **self.spec(), "derived": self._derived()}
 
@@ -137,12 +137,12 @@ class KDistribution(ABC):
         return {"mean": self.mean}
 
 
-#: K laws by class name (every subclass registers itself), for :func:`k_from_dict`.
+#: K laws by class name (every subclass registers itself), for [`k_from_dict`][privselect.selection.distributions.k_from_dict].
 K_LAWS: dict[str, type] = {}
 
 
 def k_from_dict(data: dict[str, Any]) -> "KDistribution":
-    """The K law a :meth:`KDistribution.to_dict` description describes."""
+    """The K law a [`KDistribution.to_dict`][privselect.selection.distributions.KDistribution.to_dict] description describes."""
     try:
         cls = K_LAWS[data["distribution"]]
     except (KeyError, TypeError):

@@ -4,8 +4,8 @@ Two valid bounds, the certificate takes the smaller and names it:
 
 * ``mixture-profile``: the base run's profile is at most the average of the candidates'
   profiles over the space's sampling law, δ_Q(ε) <= E_λ[δ_λ(ε)] (joint convexity,
-  :mod:`privselect.accounting.average`); that profile goes into the selection bounds like any
-  other (KRW 2024 Thm 5.2 and relatives, via :func:`~privselect.selection.certificate.certify`).
+  [`privselect.accounting.average`][privselect.accounting.average]); that profile goes into the selection bounds like any
+  other (KRW 2024 Thm 5.2 and relatives, via [`certify`][privselect.selection.certify.certify]).
 * ``cor62``: Koskela, Redberg, Wang 2024 Cor. 6.2: if every candidate meets the thresholds
   derived from a reference (ε_Q, δ)-DP Gaussian, the selection is (ε, δ)-DP with ε given in
   closed form. Without ``base_epsilon`` the smallest ε_Q whose thresholds every candidate

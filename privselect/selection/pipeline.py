@@ -1,7 +1,7 @@
 """Certificates for tuning inside a pipeline: tune (possibly on a subsample), then train a final model.
 
 The selection profile of "best of K runs" (KRW Thm 5.2 / 5.7 / Cor. 5.8) becomes a mechanism
-(:class:`~privselect.accounting.dominating.ProfileMechanism`, a dominating pair by connecting the
+([`ProfileMechanism`][privselect.accounting.dominating.ProfileMechanism], a dominating pair by connecting the
 dots), which then composes and subsamples like any other:
 
 * **tune then train**: the selection, then one final run with the winner's hyperparameters on the
@@ -72,7 +72,7 @@ def pipeline_mechanism(selection: PrivacyProfile, *, final: Mechanism | None = N
     """The pipeline as a mechanism: the selection (subsampled at ``tuning_rate``), then ``final``.
 
     ``final_data="complement"``: the final run sees only the records outside the tuning subsample
-    (:class:`~privselect.accounting.dominating.PoissonSplit`).
+    ([`PoissonSplit`][privselect.accounting.dominating.PoissonSplit]).
     """
     rate, final = _rate(tuning_rate), _final(final)
     if _final_data(final_data, rate, final) == "complement":

@@ -41,7 +41,7 @@ def report_noisy_max(scores, noise: Gaussian | Laplace, rng: np.random.Generator
 
     ``noise=ps.Gaussian(s)`` adds N(0, (s * sensitivity)^2) to each score;
     ``noise=ps.Laplace(b)`` adds Lap(b * sensitivity). ``monotone`` does not change the
-    release, only the privacy analysis (:func:`rnm_profile`); it is accepted here so that
+    release, only the privacy analysis ([`rnm_profile`][privselect.selection.rnm.rnm_profile]); it is accepted here so that
     calls document which analysis applies.
     """
     noise = _check_noise(noise)
@@ -118,7 +118,7 @@ def rnm_profile(noise: Gaussian | Laplace, m: int, *, rounds: int = 1, monotone:
     """Certified profile of ``rounds`` adaptive RNM releases among ``m`` candidates (KRW Thm 3.2, 3.3).
 
     delta(eps) <= min(1, m^rounds * delta_rounds(eps)), delta_rounds the profile of the
-    rounds-fold composition of :func:`rnm_noise_mechanism`. m^rounds must not exceed the
+    rounds-fold composition of [`rnm_noise_mechanism`][privselect.selection.rnm.rnm_noise_mechanism]. m^rounds must not exceed the
     largest double (~e^709.78; beyond it the bound is vacuous at every certifiable delta): a
     larger value raises ``ValueError`` naming ``m`` and ``rounds``.
     """

@@ -16,10 +16,10 @@ Built in:
 * ``"ray"``: the running ray instance, or a local one started with defaults (``ray.wait``).
 
 Each backend names the exceptions by which it reports the loss of a worker
-(:meth:`Backend.worker_loss_errors`): loky's ``TerminatedWorkerError``/``BrokenProcessPool``,
+([`Backend.worker_loss_errors`][privselect.tuning.backends.Backend.worker_loss_errors]): loky's ``TerminatedWorkerError``/``BrokenProcessPool``,
 dask's ``KilledWorker``, ray's ``WorkerCrashedError``, ``NodeDiedError``, ``RayActorError`` and
 ``ObjectLostError``. The engine re-executes the runs lost that way with their own seeds
-(:data:`MAX_REEXECUTIONS`, docs/cluster.md). Add a backend with :func:`register_backend`.
+([`MAX_REEXECUTIONS`][privselect.tuning.backends.MAX_REEXECUTIONS], docs/cluster.md). Add a backend with [`register_backend`][privselect.tuning.backends.register_backend].
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ MAX_REEXECUTIONS = 3
 
 
 class WorkerLossError(RuntimeError):
-    """Workers were lost more than :data:`MAX_REEXECUTIONS` times; nothing was released.
+    """Workers were lost more than [`MAX_REEXECUTIONS`][privselect.tuning.backends.MAX_REEXECUTIONS] times; nothing was released.
 
     The message is fixed: it carries no run data (no score, parameter, exception text or count).
     """

@@ -1,4 +1,4 @@
-"""The run engine behind :class:`~privselect.tuning.PrivateTuner` and ``PrivateStudy``.
+"""The run engine behind [`PrivateTuner`][privselect.tuning.PrivateTuner] and ``PrivateStudy``.
 
 One procedure, whatever the front end (Liu, Talwar 2019; Papernot, Steinke 2022; Koskela,
 Redberg, Wang 2024):
@@ -7,7 +7,7 @@ Redberg, Wang 2024):
 2. give run i its own seeds (``SeedSequence(seed)`` -> run i -> params, train, noise), so the
    candidate, the training noise and the score noise of every run are fixed by the seed alone,
    whatever the backend or the completion order;
-3. run every candidate through a backend (:mod:`privselect.tuning.backends`), streaming the
+3. run every candidate through a backend ([`privselect.tuning.backends`][privselect.tuning.backends]), streaming the
    results; keep only the running best (ties go to the lowest run index), so at most a few
    outputs are alive at any time, whatever K;
 4. apply the release rules and hand back the winner.
@@ -20,17 +20,17 @@ Release rules (docs/release.md, "What leaves the tuner"):
   ``rng`` (docs/cluster.md); a trainer's exception is never retried;
 * a run that raises (an ``Exception``), or returns a NaN or infinite score, scores the worst
   value; its exception is dropped, never re-raised, logged or stored;
-* if the winner failed, which means that every run failed, :class:`AllRunsFailedError` is
+* if the winner failed, which means that every run failed, [`AllRunsFailedError`][privselect.tuning.engine.AllRunsFailedError] is
   raised; it carries no run data;
 * warnings, stdout, stderr and logging inside runs are captured and dropped (in the driver for
   in-process backends, in the worker for process backends). Output written straight to file
   descriptors by C code is not captured;
 * a return value that is neither a real number nor a ``(number, output)`` pair is a
-  programming error (:class:`TrainerContractError`), raised at once: the shape of a return
-  value is fixed by the code, and :meth:`dry_run` on public data catches it before private
+  programming error ([`TrainerContractError`][privselect.tuning.engine.TrainerContractError]), raised at once: the shape of a return
+  value is fixed by the code, and [`dry_run`][privselect.tuning.engine.dry_run] on public data catches it before private
   data is touched. A trainer whose return *type* depends on the data must be fixed, since that
   dependence is part of the mechanism and no certificate would cover it;
-* the release guard (:mod:`privselect.tuning.guard`) refuses, or strips, randomness state in
+* the release guard ([`privselect.tuning.guard`][privselect.tuning.guard]) refuses, or strips, randomness state in
   the winner's output and params;
 * K stays inside unless the front end was asked to reveal it.
 """
@@ -250,11 +250,11 @@ def _stream_runs(backend: Backend, shared: tuple, runs_seed: np.random.SeedSeque
                  n_jobs: int) -> Iterator[RunOutcome]:
     """Every run's outcome once, in completion order, re-executing runs lost with a worker.
 
-    A worker loss reported by the backend (:meth:`Backend.worker_loss_errors`) is an
+    A worker loss reported by the backend ([`Backend.worker_loss_errors`][privselect.tuning.backends.Backend.worker_loss_errors]) is an
     infrastructure fault: the runs not yet received are submitted again with their OWN seeds
     (``RunSeeds.of_run``), so a trainer that is deterministic given its ``rng`` reproduces
     exactly what the lost attempt would have returned, and whether a fault happened does not
-    depend on the data. At most :data:`MAX_REEXECUTIONS` rounds, then :class:`WorkerLossError`
+    depend on the data. At most [`MAX_REEXECUTIONS`][privselect.tuning.engine.MAX_REEXECUTIONS] rounds, then [`WorkerLossError`][privselect.tuning.engine.WorkerLossError]
     (no run data). A trainer's exception never reaches this loop: ``execute_run`` scores it
     worst, once.
     """

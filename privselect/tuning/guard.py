@@ -7,9 +7,9 @@ retraining with the recovered state on D reproduces the released model exactly, 
 one record does not. That is a membership attack that no certificate covers
 (tests/test_release_attacks.py reproduces it).
 
-:func:`guard_release` walks the released value (attributes, ``__slots__``, containers, object
+[`guard_release`][privselect.tuning.guard.guard_release] walks the released value (attributes, ``__slots__``, containers, object
 arrays, closures and ``functools.partial`` arguments; never modules or classes) and either
-refuses with :class:`RandomnessLeakError`, naming the attribute path, or strips the state
+refuses with [`RandomnessLeakError`][privselect.tuning.guard.RandomnessLeakError], naming the attribute path, or strips the state
 (sets it to ``None``) when ``release="strip"``. An object may add its own checks by defining
 ``__privselect_release_problems__() -> list[str]``.
 """

@@ -1,19 +1,19 @@
 """Tuning inside a pipeline, on the shared engine: subsampled candidates and a final run.
 
-Around :func:`~privselect.tuning.engine.run_selection` (docs/pipelines.md):
+Around [`run_selection`][privselect.tuning.engine.run_selection] (docs/pipelines.md):
 
 1. with ``tuning_rate = r < 1``, one Poisson subsample of the records is drawn (each record kept
    with probability r, independently of the data, from the seed's own stream); the candidates run
    on it. The subsample's mask stays inside: it is never stored, returned or logged;
 2. the selection runs as always (K drawn once, every run completes, only the winner leaves);
-3. with a :class:`FinalRun`, its ``train(params, data, rng)`` trains the final model with the
+3. with a `FinalRun`, its ``train(params, data, rng)`` trains the final model with the
    winner's hyperparameters (passed through the user's ``extrapolate(params, r)`` rule) on the
    full data, or on the records outside the subsample (``data="complement"``). It runs once, with
    its own seed stream; its output passes the release guard; if it raises,
-   :class:`FinalRunFailedError` (no exception text, no data) is raised and nothing is released.
+   [`FinalRunFailedError`][privselect.tuning.pipeline.FinalRunFailedError] (no exception text, no data) is raised and nothing is released.
    With K = 0 nothing is selected and the final run does not happen (a data-independent event).
 
-The certificate is asked of :func:`privselect.selection.pipeline.certify_pipeline` by the front
+The certificate is asked of [`privselect.selection.pipeline.certify_pipeline`][privselect.selection.pipeline.certify_pipeline] by the front
 ends; nothing here computes privacy.
 """
 

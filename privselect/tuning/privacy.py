@@ -1,7 +1,7 @@
 """The privacy of one run, as both front ends declare it, and the question they put to ``certify``.
 
 The front ends never compute privacy: they turn what the user declared into the argument of
-:func:`~privselect.selection.certificate.certify` (a Mechanism, a PrivacyProfile, or, when the
+[`certify`][privselect.selection.certify.certify] (a Mechanism, a PrivacyProfile, or, when the
 hyperparameters change the privacy, the law of the run's mechanism over the search space) and
 ask it. ``score_noise`` is composed into the run's mechanism first.
 """
@@ -142,7 +142,7 @@ class _Cor62Check:
 
 def k_released_certificate(base: Mechanism, k: KDistribution, delta: float, accountant: str,
                            options: dict[str, Any]) -> Certificate:
-    """Certificate when K is released: the K-mixture bound (:mod:`privselect.selection.mixture`).
+    """Certificate when K is released: the K-mixture bound ([`privselect.selection.mixture`][privselect.selection.mixture]).
 
     Kept here until ``certify`` grows a K-released entry (helper acct, issue 14).
     """

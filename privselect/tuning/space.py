@@ -5,9 +5,9 @@ A search space is a dict ``{name: distribution}`` of the value objects below, or
 the tuner's seed, independently of the data and of other runs' scores (Papernot, Steinke 2022;
 Koskela, Redberg, Wang 2024 Sec. 4 assume exactly this: i.i.d. candidates).
 
-:func:`privacy_law` turns a finite space and a hyperparameter-dependent privacy
+[`privacy_law`][privselect.tuning.space.privacy_law] turns a finite space and a hyperparameter-dependent privacy
 ``params -> Mechanism`` into the law of the run's mechanism (a
-:class:`~privselect.accounting.average.HyperparameterMixture`), which ``certify`` averages.
+[`HyperparameterMixture`][privselect.accounting.average.HyperparameterMixture]), which ``certify`` averages.
 """
 
 from __future__ import annotations
@@ -186,8 +186,8 @@ class _NotEnumerated(LookupError):
 class _Probe(Mapping):
     """The params a privacy callable sees while its law is enumerated.
 
-    Reading a continuous hyperparameter raises :class:`ContinuousDependence`; reading a finite
-    one that is not enumerated yet raises :class:`_NotEnumerated` (it is then added).
+    Reading a continuous hyperparameter raises [`ContinuousDependence`][privselect.tuning.space.ContinuousDependence]; reading a finite
+    one that is not enumerated yet raises `_NotEnumerated` (it is then added).
     """
 
     def __init__(self, names: tuple[str, ...], values: dict[str, Any], continuous: frozenset[str]) -> None:
@@ -215,9 +215,9 @@ def privacy_law(space: SearchSpace, privacy: Callable[[Any], Any], transform: Ca
     Only the hyperparameters that ``privacy`` reads are enumerated (discovered by reading:
     a read of a new finite hyperparameter adds it and starts again), each with its sampling
     probabilities (``Choice``, ``IntUniform``); the others integrate out. A read of a
-    hyperparameter with a continuous law raises :class:`ContinuousDependence`, naming it.
+    hyperparameter with a continuous law raises [`ContinuousDependence`][privselect.tuning.space.ContinuousDependence], naming it.
     Equal mechanisms are merged. Returns a
-    :class:`~privselect.accounting.average.HyperparameterMixture`.
+    [`HyperparameterMixture`][privselect.accounting.average.HyperparameterMixture].
     """
     if not isinstance(space, Mapping):
         raise ContinuousDependence("a callable search space has no enumerable law; use a dict of distributions")

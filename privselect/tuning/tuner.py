@@ -1,6 +1,6 @@
 """PrivateTuner: private hyperparameter selection around any DP trainer (a thin front end on the engine).
 
-The procedure and the release rules are those of :mod:`privselect.tuning.engine`: K drawn
+The procedure and the release rules are those of [`privselect.tuning.engine`][privselect.tuning.engine]: K drawn
 once, candidates i.i.d. from the search space, every run completes, only the best run leaves
 (its hyperparameters, score and output) with one certificate for the whole procedure, asked of
 ``ps.certify``. K itself is NOT released: the selection theorems bound the winner alone, and
@@ -126,7 +126,7 @@ class PrivateTuner:
     n_jobs : int
         Number of parallel workers (1: sequential; -1: every core).
     backend : str
-        Where the runs execute (:mod:`privselect.tuning.backends`): "sequential", "loky",
+        Where the runs execute ([`privselect.tuning.backends`][privselect.tuning.backends]): "sequential", "loky",
         "threading", "dask" or "ray"; the result does not depend on it.
     progress : show a tqdm bar of runs done (off by default; it shows K to the operator).
     score_noise : ps.Gaussian or ps.Laplace, optional
@@ -251,8 +251,8 @@ class PrivateTuner:
     def run(self, data: Any) -> TuningResult:
         """Run the private selection on ``data``; release the best run and the certificate.
 
-        Raises :class:`~privselect.tuning.engine.AllRunsFailedError` (no run data) if every
-        run failed, and :class:`~privselect.tuning.guard.RandomnessLeakError` if the winner
+        Raises [`AllRunsFailedError`][privselect.tuning.engine.AllRunsFailedError] (no run data) if every
+        run failed, and [`RandomnessLeakError`][privselect.tuning.guard.RandomnessLeakError] if the winner
         holds randomness state (``release="refuse"``).
         """
         certificate = self.certificate  # data-independent; computed before anything runs

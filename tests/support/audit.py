@@ -72,7 +72,7 @@ def _noise_draws(noise: Gaussian | Laplace, shape, rng: np.random.Generator) -> 
 def report_noisy_max_mechanism(noise: Gaussian | Laplace) -> Callable[..., np.ndarray]:
     """Vectorised Report-Noisy-Max: ``data`` is the score vector, output the argmax index.
 
-    Same law as :func:`privselect.selection.rnm.report_noisy_max` with score sensitivity 1.
+    Same law as [`privselect.selection.rnm.report_noisy_max`][privselect.selection.rnm.report_noisy_max] with score sensitivity 1.
     """
     if not isinstance(noise, (Gaussian, Laplace)):
         raise TypeError(f"noise must be ps.Gaussian or ps.Laplace, got {type(noise).__name__}")
@@ -108,7 +108,7 @@ def gaussian_report_noisy_max_pmf(scores: object, noise_multiplier: float) -> np
 
 
 def best_of_k_mechanism(k: KDistribution, noise: Gaussian | Laplace, *, leak: bool = False) -> Callable[..., dict]:
-    """Vectorised model of :class:`~privselect.PrivateTuner` (maximise, score noise only).
+    """Vectorised model of [`PrivateTuner`][privselect.tuning.tuner.PrivateTuner] (maximise, score noise only).
 
     ``data`` is the vector of candidate scores f_j(D); each draw takes K ~ ``k``, K candidates
     uniformly with replacement, adds ``noise`` to each score and releases the winner:

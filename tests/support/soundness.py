@@ -193,7 +193,7 @@ def small_k_delta(sigma: float, q: float, k: int, direction: str):
 
 
 def small_k_epsilon(case: Case, direction: str, guess: float) -> float:
-    """Exact eps(delta) for k <= 2 by Brent's method on :func:`small_k_delta` (may be < 0)."""
+    """Exact eps(delta) for k <= 2 by Brent's method on `small_k_delta` (may be < 0)."""
     from scipy import optimize
 
     f = small_k_delta(case.sigma, case.q, case.k, direction)

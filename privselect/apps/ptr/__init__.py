@@ -1,14 +1,14 @@
 """Generalized Propose-Test-Release and private linear regression (KRW Sec. 6.1).
 
-* :mod:`.gptr`: :class:`GeneralizedPTR` (KRW Thm 6.1) and the private one-sided bounds its tests use;
-* :mod:`.ops`: the one-posterior-sample (OPS) mechanism, its exact privacy and data-dependent bounds;
-* :mod:`.regression`: :class:`OPSRegressor`, :class:`OPSPTRRegressor` (scikit-learn estimators);
-* :mod:`.baselines`: output perturbation, AdaSSP and AdaOPS with corrected calibrations;
-* :mod:`.tuning`: OPS-PTR tuned by :class:`~privselect.tuning.PrivateTuner` with geometric K,
+* [`gptr`][privselect.apps.ptr.gptr]: [`GeneralizedPTR`][privselect.apps.ptr.GeneralizedPTR] (KRW Thm 6.1) and the private one-sided bounds its tests use;
+* [`ops`][privselect.apps.ptr.ops]: the one-posterior-sample (OPS) mechanism, its exact privacy and data-dependent bounds;
+* [`regression`][privselect.apps.ptr.regression]: [`OPSRegressor`][privselect.apps.ptr.OPSRegressor], [`OPSPTRRegressor`][privselect.apps.ptr.OPSPTRRegressor] (scikit-learn estimators);
+* [`baselines`][privselect.apps.ptr.baselines]: output perturbation, AdaSSP and AdaOPS with corrected calibrations;
+* [`tuning`][privselect.apps.ptr.tuning]: OPS-PTR tuned by [`PrivateTuner`][privselect.tuning.PrivateTuner] with geometric K,
   certified by KRW Thm 5.2, and the Liu-Talwar certificate for the same tuning;
-* :mod:`.model_selection`: :class:`PrivateRegressorSelection`, a private choice among private
+* [`model_selection`][privselect.apps.ptr.model_selection]: [`PrivateRegressorSelection`][privselect.apps.ptr.PrivateRegressorSelection], a private choice among private
   regressors (AdaSSP, AdaOPS, OPS-PTR) with one certificate;
-* :mod:`.data`: a loader for the UCI regression files (takes a path).
+* [`data`][privselect.apps.ptr.data]: a loader for the UCI regression files (takes a path).
 """
 
 from .baselines import AdaOPSRegressor, AdaSSPRegressor, NonPrivateRidge, OutputPerturbationRegressor, output_perturbation_alpha

@@ -1,17 +1,17 @@
 """Baselines for private linear regression, with corrected calibrations.
 
-* :class:`OutputPerturbationRegressor`: Chaudhuri, Monteleoni, Sarwate (2011, Alg. 1) adapted
+* [`OutputPerturbationRegressor`][privselect.apps.ptr.baselines.OutputPerturbationRegressor]: Chaudhuri, Monteleoni, Sarwate (2011, Alg. 1) adapted
   to ridge regression on a public ball ||theta|| <= theta_bound;
-* :class:`AdaSSPRegressor`: Wang (2018, Alg. 2, AdaSSP) with the three Gaussian releases
+* [`AdaSSPRegressor`][privselect.apps.ptr.baselines.AdaSSPRegressor]: Wang (2018, Alg. 2, AdaSSP) with the three Gaussian releases
   calibrated jointly and exactly (analytic Gaussian / GDP composition) instead of
   sqrt(log(6/delta))/(eps/3) per release, which is not (eps/3, delta/3)-DP for eps >~ 0.5;
-* :class:`AdaOPSRegressor`: Wang (2018, AdaOPS) rebuilt on the corrected OPS-PTR components:
+* [`AdaOPSRegressor`][privselect.apps.ptr.baselines.AdaOPSRegressor]: Wang (2018, AdaOPS) rebuilt on the corrected OPS-PTR components:
   Laplace bounds with exact one-sided margins, the sensitivity of log(B_y + B_x ||theta_hat||)
   including the removed-record case, and gamma solved from the exact OPS profile (the reference
-  code's closed form is not a valid bound, :func:`~privselect.ptr.ops.ops_epsilon_wang`);
-* :class:`NonPrivateRidge`: the non-private reference (same clipping rule, no privacy).
+  code's closed form is not a valid bound, [`ops_epsilon_wang`][privselect.apps.ptr.ops.ops_epsilon_wang]);
+* [`NonPrivateRidge`][privselect.apps.ptr.baselines.NonPrivateRidge]: the non-private reference (same clipping rule, no privacy).
 
-All share the clipping rule and surface of :mod:`privselect.ptr.regression`; all privacy is for
+All share the clipping rule and surface of [`privselect.ptr.regression`][privselect.apps.ptr.regression]; all privacy is for
 add/remove neighbours.
 """
 
@@ -83,11 +83,11 @@ class OutputPerturbationRegressor(PrivateLinearRegressor):
     add/remove). Noise:
 
     * ``delta=None``: density proportional to exp(-(eps/Delta) ||b||), i.e. ||b|| ~ Gamma(d, Delta/eps)
-      with a uniform direction (CMS11): eps-DP (:attr:`privacy` is ``PureDP(eps)``);
+      with a uniform direction (CMS11): eps-DP (`privacy` is ``PureDP(eps)``);
     * otherwise: N(0, (Delta sigma_G(eps, delta))^2 I) with the analytic Gaussian multiplier
       (Balle, Wang 2018): (eps, delta)-DP.
 
-    ``alpha`` and ``theta_bound`` are public hyperparameters (see :func:`output_perturbation_alpha`).
+    ``alpha`` and ``theta_bound`` are public hyperparameters (see [`output_perturbation_alpha`][privselect.apps.ptr.baselines.output_perturbation_alpha]).
     Fitted: ``coef_``, ``noise_scale_`` (Gamma scale Delta/eps, or the Gaussian standard deviation).
     """
 
@@ -150,7 +150,7 @@ class AdaSSPRegressor(PrivateLinearRegressor):
     (X^T X in Frobenius norm; the noise matrix is symmetrised, post-processing) and B_x B_y
     (X^T y). Each gets GDP parameter mu/sqrt(3), so together they are exactly mu-GDP; mu is the
     analytic-Gaussian value for (epsilon, delta) (Balle, Wang 2018; Dong, Roth, Su 2022), i.e.
-    :attr:`privacy` is the composition of three Gaussians and is exactly (epsilon, delta)-DP.
+    `privacy` is the composition of three Gaussians and is exactly (epsilon, delta)-DP.
 
     Utility only (no privacy effect): lambda~ = max(lambda_min + sigma_1 Z - sigma_1 Phi^-1(1-rho), 0),
     ridge lambda = max(0, s sqrt(d log(2 d^2/rho)) sigma_2 - lambda~) with s = ``ridge_scale`` (1 is
@@ -235,7 +235,7 @@ class AdaOPSRegressor(PrivateLinearRegressor):
 
     This is OPS-PTR with gamma solved from the released bounds instead of proposed: the test
     always passes by construction, and the privacy argument of
-    :class:`~privselect.ptr.regression.OPSPTR` applies unchanged, giving (eps, delta_ops + 2 p_1 + p_2)
+    [`OPSPTR`][privselect.apps.ptr.regression.OPSPTR] applies unchanged, giving (eps, delta_ops + 2 p_1 + p_2)
     = (eps, delta). Utility rule for alpha (Wang's AdaOPS objective, our constants): minimise
     C1 B_x^4 (1 + B_x^2/(t + lambda~))^(2 C2)/(t + lambda~) + t over t >= the privacy floor, with
     C1 = (d/2 + sqrt(d log 20) + log 20) log(2/delta_ops)/(eps_ops/2)^2 and C2 = ln(1/(2 p_2))/eps_2.

@@ -4,7 +4,7 @@ The installed library ships no data: pass the folder that holds one sub-folder p
 (``<root>/airfoil/airfoil_self_noise.dat.txt``, ...), or set the environment variable
 ``PRIVSELECT_UCI_DIR`` to it. A checkout of the repository has the files under
 ``experiments/data/uci/`` (with their sources, licences and citations in its README). The table
-:data:`UCI_DATASETS` records, per data set, the files, the separator, the target column, the
+`UCI_DATASETS` records, per data set, the files, the separator, the target column, the
 columns dropped from the features and the target transform, following the README distributed
 with the files, with one correction found by reading the file (see ``bike``).
 
@@ -157,7 +157,7 @@ def _column(index: int, width: int, what: str, name: str) -> int:
 
 
 def load_uci(name: str, root: str | Path | None = None, *, strict: bool = True) -> UCIData:
-    """Load data set ``name`` of :data:`UCI_DATASETS` from the folder ``root``.
+    """Load data set ``name`` of `UCI_DATASETS` from the folder ``root``.
 
     ``root=None`` reads the folder named by the environment variable ``PRIVSELECT_UCI_DIR``; if
     that is unset too, ``ValueError`` says where the files are (``experiments/data/uci/`` in a

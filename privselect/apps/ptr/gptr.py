@@ -5,7 +5,7 @@ Thm 6.1). A proposal phi fixes a mechanism M_phi whose privacy loss eps_phi(X) (
 delta) depends on the data set X. A private test T decides whether to run M_phi:
 
 1. b <- T(X), with randomness independent of M_phi;
-2. if b = 0 output the refusal symbol :data:`BOTTOM` (and nothing else);
+2. if b = 0 output the refusal symbol `BOTTOM` (and nothing else);
 3. else output M_phi(X).
 
 If T is (eps_hat, delta_hat)-DP and passes with probability at most delta' on every X with
@@ -13,12 +13,12 @@ eps_phi(X) > eps, the whole procedure is (eps + eps_hat, delta + delta_hat + del
 (KRW Thm 6.1, reading its "with probability delta'" as "at most delta'"). Only this one
 (eps, delta) point is available: GPTR does not satisfy Renyi DP, which is why tuning it needs
 the privacy-profile selection bound (KRW Thm 5.2) rather than the RDP one (KRW Sec. 6.1).
-:class:`GeneralizedPTR` exposes the guarantee as an :class:`~privselect.mechanisms.ApproxDP`
-description so that :class:`~privselect.tuning.PrivateTuner` and :func:`~privselect.certify`
+[`GeneralizedPTR`][privselect.apps.ptr.gptr.GeneralizedPTR] exposes the guarantee as an [`ApproxDP`][privselect.mechanisms.ApproxDP]
+description so that [`PrivateTuner`][privselect.tuning.PrivateTuner] and [`certify`][privselect.selection.certify.certify]
 can certify a selection over GPTR runs.
 
 Tests are built from *conservative* private bounds on data-dependent statistics
-(:class:`LaplaceBound`, :class:`GaussianBound`): a released bound that fails (lies on the wrong
+([`LaplaceBound`][privselect.apps.ptr.gptr.LaplaceBound], [`GaussianBound`][privselect.apps.ptr.gptr.GaussianBound]): a released bound that fails (lies on the wrong
 side of the statistic) with probability exactly ``failure_probability``, whatever the data.
 If eps_phi(X) <= F(s_1(X), s_2(X), ...) with F monotone in each statistic, the test
 ``F(bounds) <= eps`` passes on a data set with eps_phi(X) > eps only if some bound failed, so
@@ -240,7 +240,7 @@ class GeneralizedPTR:
     Notes
     -----
     The procedure is (epsilon + test_epsilon, delta + test_delta + false_pass)-DP under add/remove
-    neighbours: :attr:`privacy`.
+    neighbours: [`privacy`][privselect.apps.ptr.gptr.GeneralizedPTR.privacy].
     """
 
     epsilon: float

@@ -1,9 +1,9 @@
 """Choosing among private regressors is itself a private selection (KRW Thm 5.2, one certificate).
 
-:class:`PrivateRegressorSelection` runs K ~ ``k`` candidates drawn uniformly from a public list of
+[`PrivateRegressorSelection`][privselect.apps.ptr.model_selection.PrivateRegressorSelection] runs K ~ ``k`` candidates drawn uniformly from a public list of
 private regressors (AdaSSP over a grid of its rho and ridge scale, AdaOPS, OPS-PTR over a ridge
 grid), each at the same per-run budget (eps_fit, delta_Q), scores each on a held-out split with
-Laplace noise, and releases only the best, through :class:`~privselect.tuning.PrivateTuner`.
+Laplace noise, and releases only the best, through [`PrivateTuner`][privselect.tuning.PrivateTuner].
 
 Privacy. Every record goes to the validation part independently with probability
 ``validation_fraction`` (coins from the estimator's generator, independent of the values), once
@@ -12,7 +12,7 @@ per fit. Given the split, a record in the training part changes only the fits, e
 clipped sum of squared errors (add/remove sensitivity ``score_clip`` B_y^2) plus
 Laplace(score_clip B_y^2 / eps_score). So each run is at most
 compose(ApproxDP(eps_fit, delta_Q), Laplace score) for every neighbour pair, and KRW Thm 5.2
-(:func:`privselect.certify`) certifies the selection; averaging over the split keeps the bound
+([`privselect.certify`][privselect.selection.certify.certify]) certifies the selection; averaging over the split keeps the bound
 (joint convexity). Each candidate is described by ApproxDP(eps_fit, delta_Q), an upper bound on
 the profile of any (eps_fit, delta_Q)-DP mechanism (Kairouz, Oh, Viswanath 2015).
 """
@@ -93,9 +93,9 @@ class PrivateRegressorSelection(PrivateLinearRegressor):
     epsilon, delta : the privacy of the whole procedure (add/remove neighbours).
     k : distribution of the number of runs; default ``ps.Logarithmic(mean=10)`` (eta = 0: Thm 5.2
         then costs about 2 eps_Q rather than the geometric's 3 eps_Q).
-    candidates : list of dicts ``{"method": name, ...}`` with ``name`` in :data:`CANDIDATE_BUILDERS`
+    candidates : list of dicts ``{"method": name, ...}`` with ``name`` in `CANDIDATE_BUILDERS`
         (``"adassp"`` with ``rho``, ``ridge_scale``; ``"adaops"``; ``"ops-ptr"`` with
-        ``alpha_scale``); default :data:`DEFAULT_CANDIDATES`. Public, drawn uniformly per run.
+        ``alpha_scale``); default `DEFAULT_CANDIDATES`. Public, drawn uniformly per run.
     validation_fraction : probability that a record is held out for scoring.
     score_fraction : share of each run's eps_Q for the Laplace-noised score.
     score_clip : the per-record squared error is clipped at ``score_clip`` B_y^2 (the score's

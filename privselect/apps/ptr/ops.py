@@ -16,21 +16,21 @@ loss depends on theta only through the scalar u = sqrt(gamma)(y - x^T theta):
     u ~ N(rho, mu) under p (posterior on S),  u ~ N(rho/(1+mu), mu/(1+mu)) under p' (on S u z),
 
 so every f-divergence between the two d-dimensional posteriors equals the one between these
-two 1-d Gaussians (:func:`ops_hockey_stick`, checked against direct quadrature and Monte Carlo
+two 1-d Gaussians ([`ops_hockey_stick`][privselect.apps.ptr.ops.ops_hockey_stick], checked against direct quadrature and Monte Carlo
 of the d-dimensional posteriors in ``tests/test_ptr_ops.py``). Three epsilon forms:
 
-* :func:`ops_epsilon_exact`: the smallest eps with max(delta_A, delta_B)(eps) <= delta, by
+* [`ops_epsilon_exact`][privselect.apps.ptr.ops.ops_epsilon_exact]: the smallest eps with max(delta_A, delta_B)(eps) <= delta, by
   bisection on certified upper bounds of the two hockey-stick divergences (the default);
-* :func:`ops_epsilon_safe`: the closed form rho^2 mu/(2(1+mu)) + rho sqrt(2 mu log(2/delta))
+* [`ops_epsilon_safe`][privselect.apps.ptr.ops.ops_epsilon_safe]: the closed form rho^2 mu/(2(1+mu)) + rho sqrt(2 mu log(2/delta))
   + mu log(2/delta), proved on the event |w| <= sqrt(2 log(2/delta)) (see its docstring);
-* :func:`ops_epsilon_wang`: the closed form of Wang's reference code (AdaOPS). It is NOT a valid
+* [`ops_epsilon_wang`][privselect.apps.ptr.ops.ops_epsilon_wang]: the closed form of Wang's reference code (AdaOPS). It is NOT a valid
   bound (the tests exhibit delta 20-60x the nominal one); kept only to document that.
 
 Data-dependent bounds [derived; checked by the tests]. For a data set X and every neighbour
 (added or removed record), mu <= mu_+ = B_x^2 / h_- and |residual| <= R_+ =
 (B_y + B_x ||theta_hat(X)||)(1 + B_x^2/h_-), with h_- = max(lam, lam + lambda_min(X^T X) - B_x^2)
 (Weyl for the removed record); the statistic u(X) = log(B_y + B_x ||theta_hat(X)||) has local
-sensitivity at most log(1 + B_x^2/h_-) (:func:`ops_local_bounds`).
+sensitivity at most log(1 + B_x^2/h_-) ([`ops_local_bounds`][privselect.apps.ptr.ops.ops_local_bounds]).
 """
 
 from __future__ import annotations
@@ -224,7 +224,7 @@ def ops_epsilon_exact(mu, rho, delta, *, iterations: int = 80) -> np.ndarray:
 
     Bisection on [0, eps_safe] (the safe closed form is a proven valid eps); the upper end of the
     final bracket is returned, so ``ops_delta(result, mu, rho) <= delta`` holds up to the
-    rounding slack already included in :func:`ops_hockey_stick`. Where the numerics cannot
+    rounding slack already included in [`ops_hockey_stick`][privselect.apps.ptr.ops.ops_hockey_stick]. Where the numerics cannot
     certify eps_safe itself (only when delta is near the rounding slack) eps_safe is returned.
     Vectorised over broadcastable arrays.
     """
@@ -251,8 +251,8 @@ def _guarded(values_fn, mu, rho) -> np.ndarray:
 def ops_epsilon(mu, rho, delta, mode: str = "exact") -> np.ndarray:
     """Data-dependent eps of OPS at bounds (mu_+, rho_+): valid for every pair with mu <= mu_+, rho <= rho_+.
 
-    ``mode="safe"``: :func:`ops_epsilon_safe` (proved monotone). ``mode="exact"``: the maximum of
-    :func:`ops_epsilon_exact` over the guard grid {(t mu_+, s rho_+)} (design notes Sec. 3.4(c);
+    ``mode="safe"``: [`ops_epsilon_safe`][privselect.apps.ptr.ops.ops_epsilon_safe] (proved monotone). ``mode="exact"``: the maximum of
+    [`ops_epsilon_exact`][privselect.apps.ptr.ops.ops_epsilon_exact] over the guard grid {(t mu_+, s rho_+)} (design notes Sec. 3.4(c);
     monotonicity of the exact eps in (mu, rho) is checked numerically by the tests), and
     ``ops_epsilon_safe`` where mu_+ > 1 (outside the checked regime).
     """

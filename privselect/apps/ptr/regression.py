@@ -12,7 +12,7 @@ There is no intercept: centring with data means would leak. Scale features and l
 public constants and append a constant feature if an intercept is wanted.
 
 Privacy is for add/remove neighbours and is a property of the parameters alone
-(:attr:`privacy`, an :class:`~privselect.mechanisms.ApproxDP` description), so it can be
+(`privacy`, an [`ApproxDP`][privselect.mechanisms.ApproxDP] description), so it can be
 certified before any data is seen. ``random_state`` fixes the noise (for reproducibility only;
 a fixed seed known to an adversary voids the guarantee). Floating-point attacks on the
 samplers (Mironov 2012) are out of scope.
@@ -103,20 +103,20 @@ class OPSRegressor(PrivateLinearRegressor):
     """One-posterior sample with a data-independent calibration: (epsilon, delta)-DP for data sets of at most ``n_max`` records.
 
     Releases theta ~ N(theta_hat, (gamma H)^-1), H = X^T X + alpha I (Wang 2018; exact privacy
-    from :func:`~privselect.ptr.ops.ops_hockey_stick`). Every neighbour pair has leverage
+    from [`ops_hockey_stick`][privselect.apps.ptr.ops.ops_hockey_stick]). Every neighbour pair has leverage
     mu <= B_x^2/alpha and residual at most B_y + B_x R_theta with the data-independent norm bound
     R_theta = min(B_y sqrt(n_max)/(2 sqrt(alpha)), n_max B_x B_y/alpha) (since s/(s^2+alpha) <=
     1/(2 sqrt(alpha)) and ||X^T y|| <= n B_x B_y), so gamma is set to the largest value with
     ``ops_epsilon(B_x^2/alpha, sqrt(gamma)(B_y + B_x R_theta), delta) <= epsilon``.
 
     Under add/remove neighbours the number of records is private; ``n_max`` is a public upper
-    bound on it, part of the declared data domain like B_x, and :attr:`privacy` is the guarantee
+    bound on it, part of the declared data domain like B_x, and [`privacy`][privselect.apps.ptr.regression.OPSRegressor.privacy] is the guarantee
     over data sets of at most ``n_max`` records. ``fit`` never refuses a larger data set (a refusal
     would reveal whether n > n_max): it keeps a uniformly random subset of ``n_max`` records, drawn
     with the estimator's own generator independently of the values. A neighbour pair that crosses
     the bound is then coupled to a pair of in-domain data sets differing in one *replaced* record,
     covered by group privacy at (2 epsilon, (1 + e^epsilon) delta) only; choose ``n_max`` so that
-    it really bounds n. ``alpha=None`` uses Wang's OPS-Balanced rule (:func:`balanced_alpha`)
+    it really bounds n. ``alpha=None`` uses Wang's OPS-Balanced rule ([`balanced_alpha`][privselect.apps.ptr.regression.balanced_alpha])
     with n_max in place of n; ``alpha`` is the full ridge (no built-in +1).
     """
 
@@ -169,7 +169,7 @@ class OPSRegressor(PrivateLinearRegressor):
 
 
 class RefusalWarning(UserWarning):
-    """Issued by :class:`OPSPTRRegressor` when its test fails and the release is ⊥.
+    """Issued by [`OPSPTRRegressor`][privselect.apps.ptr.regression.OPSPTRRegressor] when its test fails and the release is ⊥.
 
     Carries only already-private values (the noisy test statistic and the budget). Refitting
     after a refusal is another DP release and must be accounted as such.
@@ -231,7 +231,7 @@ class OPSPTR:
     (a bad-event argument; p_1 = 0 without step 1). On {lambda~ <= lambda_min, u~ >= u(X)} the
     bounds of step 4 hold for every neighbour of X and eps_OPS(X) <= the tested value, so the
     false-pass rate is at most p_1 + p_2. OPS-PTR is therefore
-    (eps_1 + eps_2 + eps_ops, delta_ops + 2 p_1 + p_2)-DP (:attr:`privacy`). Solving gamma from
+    (eps_1 + eps_2 + eps_ops, delta_ops + 2 p_1 + p_2)-DP ([`privacy`][privselect.apps.ptr.regression.OPSPTR.privacy]). Solving gamma from
     the released bounds changes nothing in this argument: gamma is a function of the test's
     release, and the tested inequality holds for it by construction.
     [Derived here; the tests check the bound failure rates and the false-pass rate by Monte
@@ -292,7 +292,7 @@ class OPSPTR:
 
         Without the eigenvalue release h~ = alpha, so the leverage bound is B_x^2/alpha whatever the
         data; if OPS at that leverage is not (eps_ops, delta_ops)-DP even at rho = 0 (the mu floor,
-        :func:`~privselect.ptr.ops.ops_mu_bound`), every run refuses. With the eigenvalue release a
+        [`ops_mu_bound`][privselect.apps.ptr.ops.ops_mu_bound]), every run refuses. With the eigenvalue release a
         large lambda~ can rescue any alpha, so nothing is ruled out.
         """
         if self.epsilon_eigen > 0:
@@ -392,7 +392,7 @@ class OPSPTRRegressor(PrivateLinearRegressor):
     Parameters
     ----------
     epsilon, delta : the total privacy of one fit (add/remove neighbours).
-    alpha : ridge strength; None (default) uses :func:`default_ops_ptr_alpha` (public quantities:
+    alpha : ridge strength; None (default) uses [`default_ops_ptr_alpha`][privselect.apps.ptr.regression.default_ops_ptr_alpha] (public quantities:
         the budget, d, ``n_max``), never below the mu floor. An explicit alpha that can never pass
         (below the mu floor without the eigenvalue release) raises ``ValueError`` at construction.
     gamma : OPS inverse temperature; "auto" (default) takes the largest gamma the released bounds
@@ -411,8 +411,8 @@ class OPSPTRRegressor(PrivateLinearRegressor):
     -----
     Fitted attributes: ``coef_`` (the posterior sample, or zeros when refused), ``refused_``
     (True when the test failed: the output is ⊥, the model predicts 0, the centre of the label
-    range, and a :class:`RefusalWarning` is issued), ``test_statistic_`` (the private test value
-    eps_hat compared with eps_ops), ``test_release_`` (:class:`OPSPTRTestRelease`, private),
+    range, and a [`RefusalWarning`][privselect.apps.ptr.regression.RefusalWarning] is issued), ``test_statistic_`` (the private test value
+    eps_hat compared with eps_ops), ``test_release_`` ([`OPSPTRTestRelease`][privselect.apps.ptr.regression.OPSPTRTestRelease], private),
     ``alpha_``, ``gamma_`` (0 when refused), ``intercept_`` = 0. A refusal is itself the DP
     release; fitting again on the same data is a second release and costs another (epsilon, delta).
     """

@@ -4,15 +4,15 @@ Generalized PTR gives one (eps_Q, delta_Q) point per run (KRW Thm 6.1), so the R
 bounds do not apply. Two certificates for "run OPS-PTR K ~ Geometric times with i.i.d. proposals
 and release the best":
 
-* **profile** (KRW Thm 5.2, eta = 1): :func:`privselect.certify` applied to the run's mechanism
-  description. :func:`profile_run_budget` finds the largest per-run eps_Q whose certificate
+* **profile** (KRW Thm 5.2, eta = 1): [`privselect.certify`][privselect.selection.certify.certify] applied to the run's mechanism
+  description. [`profile_run_budget`][privselect.apps.ptr.tuning.profile_run_budget] finds the largest per-run eps_Q whose certificate
   meets the target, with delta_Q = delta / (2 E[K]).
-* **Liu-Talwar** (:func:`liu_talwar_certificate`): the (eps, delta) random-stopping bound of
+* **Liu-Talwar** ([`liu_talwar_certificate`][privselect.apps.ptr.tuning.liu_talwar_certificate]): the (eps, delta) random-stopping bound of
   Liu & Talwar (2019), the baseline KRW Sec. 6.1 compare against. It needs a far smaller
   delta_Q (about (delta / T)^2 / 8 with T = E[K] log(2/delta)), which is what costs utility.
 
-:class:`TunedOPSPTRRegressor` runs the whole procedure with
-:class:`~privselect.tuning.PrivateTuner`: the score of a run is the sum over the training
+[`TunedOPSPTRRegressor`][privselect.apps.ptr.tuning.TunedOPSPTRRegressor] runs the whole procedure with
+[`PrivateTuner`][privselect.tuning.PrivateTuner]: the score of a run is the sum over the training
 records of min((y - clip(x.theta, +-B_y))^2, c B_y^2) (add/remove sensitivity c B_y^2, c =
 ``score_clip``; the private n is not used) plus Laplace noise added by the tuner; a refused run
 (⊥) scores +inf and adds no noise; only the winner is released, and K is not.
@@ -53,7 +53,7 @@ class LiuTalwarCertificate:
     """(epsilon, delta) of "best of K ~ Geometric(gamma) runs" by Liu & Talwar's (eps, delta) bound.
 
     ``implied_by`` names the proved result that makes the stated bound valid here (see
-    :func:`liu_talwar_certificate`).
+    [`liu_talwar_certificate`][privselect.apps.ptr.tuning.liu_talwar_certificate]).
     """
 
     epsilon: float
@@ -90,7 +90,7 @@ def liu_talwar_certificate(base_epsilon: float, base_delta: float, k, delta2: fl
     holds for every delta_Q <= 4.5 gamma^2 (the regime of tuning, delta_Q ~ 1e-17); outside it this
     function raises ``ValueError``. So the returned (epsilon, delta) is a valid certificate for
     privselect's untruncated geometric K whether or not Liu & Talwar state it for a K truncated
-    at T; ``tests/test_ptr.py`` also checks it numerically against :func:`privselect.certify`.
+    at T; ``tests/test_ptr.py`` also checks it numerically against [`privselect.certify`][privselect.selection.certify.certify].
     """
     base_epsilon = check.nonnegative("base_epsilon", base_epsilon)
     base_delta = check.real("base_delta", base_delta)
@@ -109,7 +109,7 @@ def liu_talwar_certificate(base_epsilon: float, base_delta: float, k, delta2: fl
 
 
 def liu_talwar_run_budget(epsilon: float, delta: float, k) -> tuple[float, float, float]:
-    """(eps_Q, delta_Q, delta2) with :func:`liu_talwar_certificate` <= (epsilon, delta).
+    """(eps_Q, delta_Q, delta2) with [`liu_talwar_certificate`][privselect.apps.ptr.tuning.liu_talwar_certificate] <= (epsilon, delta).
 
     delta2 = delta/2 and sqrt(2 delta_Q) T = delta/2; eps_Q = (epsilon - 3 sqrt(2 delta_Q))/3.
     """
@@ -168,8 +168,8 @@ def run_mechanism(fit_epsilon: float, score_epsilon: float, delta_q: float, scor
 def selection_run_budget(epsilon: float, delta: float, k, score_fraction: float = 0.1) -> RunBudget:
     """Largest per-run eps_Q (delta_Q = delta/(2 E[K])) whose KRW Thm 5.2 certificate is <= epsilon.
 
-    The run is :func:`run_mechanism` ((1-f) eps_Q fit, f eps_Q score), exactly what the tuned
-    estimators hand the tuner; bisection on eps_Q with :func:`privselect.certify` (profile family).
+    The run is [`run_mechanism`][privselect.apps.ptr.tuning.run_mechanism] ((1-f) eps_Q fit, f eps_Q score), exactly what the tuned
+    estimators hand the tuner; bisection on eps_Q with [`privselect.certify`][privselect.selection.certify.certify] (profile family).
     """
     epsilon = check.positive("epsilon", epsilon)
     delta = check.open_unit("delta", delta)
@@ -196,7 +196,7 @@ def selection_run_budget(epsilon: float, delta: float, k, score_fraction: float 
 
 
 def profile_run_budget(epsilon: float, delta: float, mean_k: float, score_fraction: float = 0.1) -> RunBudget:
-    """:func:`selection_run_budget` for K ~ Geometric(mean=mean_k) (KRW Sec. 6.1's tuning)."""
+    """[`selection_run_budget`][privselect.apps.ptr.tuning.selection_run_budget] for K ~ Geometric(mean=mean_k) (KRW Sec. 6.1's tuning)."""
     if not check.positive("mean_k", mean_k) > 1:
         raise ValueError(f"mean_k must be > 1, got {mean_k!r}")
     return selection_run_budget(epsilon, delta, Geometric(mean=float(mean_k)), score_fraction)
@@ -215,7 +215,7 @@ def _liu_talwar_budget(epsilon: float, delta: float, mean_k: float, score_fracti
 # ----------------------------------------------------------------------------------------
 
 #: Default ridge grid of the tuned estimator, as multiples of OPS-PTR's default ridge
-#: (:func:`~privselect.ptr.regression.default_ops_ptr_alpha` at the run's budget); those below
+#: ([`default_ops_ptr_alpha`][privselect.apps.ptr.regression.default_ops_ptr_alpha] at the run's budget); those below
 #: the mu floor are dropped.
 DEFAULT_ALPHA_SCALES = (0.5, 1.0, 2.0, 4.0, 8.0)
 
@@ -225,7 +225,7 @@ def ops_ptr_candidates(template: OPSPTRRegressor, alphas) -> list[dict]:
 
     gamma is not proposed: each run solves it from its own released bounds (``gamma="auto"``),
     so a run refuses only if alpha is below the mu floor, which is data-independent and checked
-    here (:meth:`~privselect.ptr.regression.OPSPTR.infeasibility`). The candidate distribution
+    here ([`infeasibility`][privselect.apps.ptr.regression.OPSPTR.infeasibility]). The candidate distribution
     (uniform over this list) is a function of public quantities only.
     """
     mech = template.mechanism(d=1)
@@ -280,21 +280,21 @@ def tuner_seed(random_state) -> int | None:
 class TunedOPSPTRRegressor(PrivateLinearRegressor):
     """OPS-PTR with its ridge tuned privately (KRW Sec. 6.1): (epsilon, delta)-DP overall.
 
-    K ~ Geometric(mean=``mean_k``) runs of :class:`~privselect.ptr.regression.OPSPTRRegressor`, each
+    K ~ Geometric(mean=``mean_k``) runs of [`OPSPTRRegressor`][privselect.apps.ptr.regression.OPSPTRRegressor], each
     with a ridge drawn uniformly from a data-independent grid (``alphas`` in units of B_x^2, or by
-    default :data:`DEFAULT_ALPHA_SCALES` times OPS-PTR's default ridge at the run's budget) and
+    default `DEFAULT_ALPHA_SCALES` times OPS-PTR's default ridge at the run's budget) and
     with gamma solved from that run's released bounds (``gamma="auto"``), scored by the noisy
     clipped sum of squared errors; only the best run is released
-    (:class:`~privselect.tuning.PrivateTuner`).
+    ([`PrivateTuner`][privselect.tuning.PrivateTuner]).
 
     ``accounting="profile"`` calibrates the per-run budget with KRW Thm 5.2
-    (:func:`profile_run_budget`); ``"liu-talwar"`` with Liu & Talwar's bound
-    (:func:`liu_talwar_run_budget`). Either way the released model is (epsilon, delta)-DP, and
+    ([`profile_run_budget`][privselect.apps.ptr.tuning.profile_run_budget]); ``"liu-talwar"`` with Liu & Talwar's bound
+    ([`liu_talwar_run_budget`][privselect.apps.ptr.tuning.liu_talwar_run_budget]). Either way the released model is (epsilon, delta)-DP, and
     ``certificate_`` is the certificate of the accounting in use (a
-    :class:`~privselect.Certificate` for "profile", a :class:`LiuTalwarCertificate` for
+    [`Certificate`][privselect.selection.certify.Certificate] for "profile", a [`LiuTalwarCertificate`][privselect.apps.ptr.tuning.LiuTalwarCertificate] for
     "liu-talwar"). Of a run's eps_Q, ``score_fraction`` goes to the score's Laplace noise and the
     rest to OPS-PTR, split by ``eigen_fraction`` and ``norm_fraction`` as in
-    :class:`~privselect.ptr.regression.OPSPTRRegressor`.
+    [`OPSPTRRegressor`][privselect.apps.ptr.regression.OPSPTRRegressor].
 
     Refusals: with gamma solved per run a run refuses only when its alpha is below the mu
     floor, and such alphas are removed from the grid before any data is seen, so runs do not
@@ -302,7 +302,7 @@ class TunedOPSPTRRegressor(PrivateLinearRegressor):
     released output is ⊥. How many runs refused is never released (it would reveal K and the
     other runs).
 
-    Fitted: ``coef_``, ``refused_``, ``best_params_``, ``run_budget_`` (:class:`RunBudget`),
+    Fitted: ``coef_``, ``refused_``, ``best_params_``, ``run_budget_`` ([`RunBudget`][privselect.apps.ptr.tuning.RunBudget]),
     ``run_privacy_`` (the mechanism description of one run, fit plus score),
     ``certificate_`` and ``candidates_`` (the grid used).
     """

@@ -69,7 +69,9 @@ def positive_int(name: str, value: object) -> int:
 
 
 def real_array(name: str, value: object) -> np.ndarray:
-    """A float array without NaN (infinities allowed)."""
+    """A float array without NaN (infinities allowed). Strings are rejected, as in :func:`real`."""
+    if isinstance(value, (str, bytes)) or np.asarray(value).dtype.kind in "USO" and _has_text(value):
+        raise TypeError(f"{name} must be real numbers, got text {value!r} (write 1e-5, not '1e-5')")
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -77,6 +79,10 @@ def real_array(name: str, value: object) -> np.ndarray:
     if np.isnan(arr).any():
         raise ValueError(f"{name} must not contain NaN")
     return arr
+
+
+def _has_text(value: object) -> bool:
+    return any(isinstance(v, (str, bytes)) for v in np.asarray(value, dtype=object).reshape(-1))
 
 
 def delta_array(name: str, value: object) -> np.ndarray:

@@ -65,3 +65,29 @@ def test_default_is_auto_everywhere():
 
     for fn in (ps.privacy_profile, ps.certify, calibrate.largest_mean, mixture.k_mixture_profile, rnm.rnm_profile):
         assert inspect.signature(fn).parameters["accountant"].default == "auto", fn
+
+
+# -- bad input (issue 14, Build 10) ------------------------------------------------------------------
+
+
+def test_text_is_rejected_the_same_way_everywhere():
+    prof = ps.privacy_profile(ps.Gaussian(1.0))
+    calls = [lambda: prof.epsilon("1e-5"), lambda: prof.epsilon(["1e-5"]), lambda: prof.delta("1.0"),
+             lambda: ps.certify(ps.Gaussian(1.0), ps.Geometric(10), "1e-5"), lambda: ps.Gaussian("1.0"),
+             lambda: ps.Geometric("10"), lambda: ps.dpsgd(noise_multiplier="1.1", sample_rate=0.01, steps=3)]
+    for call in calls:
+        with pytest.raises(TypeError, match="must be (a )?real number"):
+            call()
+
+
+def test_no_raw_overflow_and_extreme_epsilon():
+    for name in ("auto", "rdp"):
+        assert ps.privacy_profile(ps.Gaussian(1e-200), accountant=name).epsilon(1e-5) == np.inf
+    for name in ("prv", "cf", "exact"):
+        with pytest.raises(ps.UnsupportedMechanismError, match="overflow|exceeds the double range"):
+            ps.privacy_profile(ps.Gaussian(1e-200), accountant=name)
+    assert ps.privacy_profile(ps.Gaussian(1e-200).poisson_subsample(0.1)).epsilon(1e-5) == np.inf
+    # delta at eps = 1e307, 1e308, inf: non-increasing, tiny, and exactly 0 at inf
+    for m in (ps.Gaussian(1.0), ps.Gaussian(1.0).poisson_subsample(0.01).compose(10), ps.RandomizedResponse(0.9)):
+        d = ps.privacy_profile(m).delta(np.array([50.0, 1e307, 1e308, np.inf]))
+        assert np.all(np.diff(d) <= 0) and d[1] <= 1e-300 and d[3] == 0.0

@@ -9,13 +9,51 @@ walk is its module's own reading of the mechanism (``readable_losses``, i.e.
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any
 
-from ..mechanisms import Mechanism
+from ..mechanisms import Gaussian, Laplace, Mechanism, PoissonSubsampled, SampledWithoutReplacement
 from .base import Accountant, UnsupportedMechanismError, register_accountant
 from .profile import PrivacyProfile
 
 __all__ = ["PRV", "CF", "RDP"]
+
+
+@functools.singledispatch
+def _out_of_range(mechanism: Mechanism) -> str | None:
+    """Why a part's parameters are beyond what the PLRV accountants evaluate in doubles (None if not)."""
+    return None
+
+
+@_out_of_range.register
+def _(mechanism: Gaussian) -> str | None:
+    if math.isfinite(mechanism.mu * mechanism.mu):
+        return None
+    return (f"{mechanism!r}: mu^2 = 1/noise_multiplier^2 overflows a double (the privacy loss has infinite "
+            "variance in floating point; the rdp accountant answers)")
+
+
+@_out_of_range.register
+def _(mechanism: Laplace) -> str | None:
+    return None if math.isfinite(mechanism.epsilon) else f"{mechanism!r}: 1/scale overflows a double"
+
+
+@_out_of_range.register
+def _(mechanism: PoissonSubsampled) -> str | None:
+    return _out_of_range(mechanism.base)
+
+
+@_out_of_range.register
+def _(mechanism: SampledWithoutReplacement) -> str | None:
+    return _out_of_range(mechanism.replace_one_base)
+
+
+def _check_range(name: str, mechanism: Mechanism) -> None:
+    for part, _ in mechanism.components():
+        reason = _out_of_range(part)
+        if reason is not None:
+            raise UnsupportedMechanismError(f"{name} accountant: {reason}")
 
 
 @register_accountant("prv")
@@ -34,6 +72,7 @@ class PRV(Accountant):
         from .prv import readable_losses
 
         readable_losses(mechanism)
+        _check_range("PRV", mechanism)
         return None if dry else self._impl.profile(mechanism)
 
 
@@ -53,6 +92,7 @@ class CF(Accountant):
         from .cf import readable_losses
 
         readable_losses(mechanism)
+        _check_range("cf", mechanism)
         return None if dry else self._impl.profile(mechanism)
 
 

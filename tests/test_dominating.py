@@ -42,7 +42,7 @@ def _pair_curve(mechanism: ProfileMechanism, eps):
 def test_gdp_profile_composed_100_times_matches_the_exact_gaussian(sigma, delta):
     """100 x ProfileMechanism(mu-GDP) is (10 mu)-GDP: within 0.5% of the closed form, never below."""
     composed = ProfileMechanism(ps.gdp_profile(1 / sigma)).compose(100)
-    got = PRVAccountant(target_delta=delta).profile(composed).epsilon(delta)
+    got = ps.privacy_profile(composed).epsilon(delta)  # the default accountant
     exact = ps.gaussian_epsilon(delta, 10 / sigma)  # Gaussian with noise sigma / 10
     assert exact <= got <= 1.005 * exact
 

@@ -36,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 #: Errors that mean "this accountant cannot certify this mechanism here"; the next one is used.
 _BUILD_ERRORS = (ValueError, ArithmeticError, MemoryError)
+#: target_delta of the PRV fallback built when CF cannot read the mechanism (its floor is then ~1e-14).
+_SMALL_TARGET_DELTA = 1e-12
 #: PRV answers delta(eps) queries alone while its upper bound is above this multiple of its floor.
 _FLOOR_MARGIN = 1e3
 
@@ -242,6 +244,9 @@ class Auto(Accountant):
             return self._members["exact"].profile(mechanism)
         eager = [LazyMember(n, self._builder(n, mechanism)) for n in ("prv", "rdp") if n in usable]
         fallback = [LazyMember(n, self._builder(n, mechanism)) for n in ("cf",) if n in usable]
+        if "cf" not in usable and "prv" in usable:  # e.g. ProfileMechanism: PRV sized for small delta instead
+            small = {**self._members["prv"].options, "target_delta": _SMALL_TARGET_DELTA}
+            fallback.append(LazyMember("prv", lambda: get_accountant("prv", **small).profile(mechanism)))
         if not eager:
             eager, fallback = fallback, []
         return MinProfile(curves=(PointwiseMinCurve(eager, fallback),), method="auto", mechanism=mechanism,

@@ -93,3 +93,17 @@ def test_complement_final_run_is_certified_and_amplified():
     assert "complement" in complement.notes[0] and "rdp" not in complement.alternatives
     with pytest.raises(ValueError, match="complement"):
         ps.certify_pipeline(RUN, K, 1e-5, final=RUN, final_data="complement")
+
+
+def test_pipeline_certificate_round_trips_and_its_selection_composes_again():
+    """A saved certificate restores its base mechanism and K: its selection profile is a mechanism again."""
+    from privselect.selection.bounds import selection_profile
+
+    base = ps.Gaussian(2.0).poisson_subsample(0.01).compose(300)
+    cert = ps.certify_pipeline(base, K, 1e-5, final=base, **PRV)
+    restored = ps.Certificate.from_json(cert.to_json())
+    assert restored.epsilon == cert.epsilon and restored.base == base
+    again = ps.ProfileMechanism(selection_profile(restored.base, restored.k, **PRV))
+    two = ps.privacy_profile(ps.compose(again, again), **PRV).epsilon(1e-5)
+    one = ps.certify(base, K, 1e-5, **PRV).epsilon
+    assert one < two < 2 * one

@@ -59,13 +59,13 @@ _PUBLIC: dict[str, str] = {
     "CertificationError": ".errors",
     "UnsupportedMechanismError": ".errors",
     "PrivateStudyError": ".errors",
+    "AllRunsFailedError": ".errors",
+    "RandomnessLeakError": ".errors",
+    "WorkerLossError": ".errors",
     # tuning
     "PrivateTuner": ".tuning",
     "TuningResult": ".tuning",
     "FinalRun": ".tuning",
-    "AllRunsFailedError": ".tuning",
-    "RandomnessLeakError": ".tuning",
-    "WorkerLossError": ".tuning",
     "space": ".space",
     # apps
     "DPSGDClassifier": ".apps.dpsgd",

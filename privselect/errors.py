@@ -9,7 +9,8 @@ a message names parameters, mechanisms and regimes, never a score, a trial or a 
 from __future__ import annotations
 
 __all__ = ["CertificationError", "UnsupportedMechanismError", "PrivateStudyError", "AllRunsFailedError",
-           "TrainerContractError", "RandomnessLeakError", "CandidatePrivacyError"]
+           "TrainerContractError", "RandomnessLeakError", "CandidatePrivacyError", "WorkerLossError",
+           "FinalRunFailedError"]
 
 
 class CertificationError(ValueError):
@@ -50,3 +51,15 @@ class RandomnessLeakError(ValueError):
 
 class CandidatePrivacyError(ValueError):
     """A drawn candidate's privacy exceeds what the certificate assumes; nothing was released."""
+
+
+class WorkerLossError(RuntimeError):
+    """Workers were lost more often than the backend re-executes runs (``privselect.tuning.backends.MAX_REEXECUTIONS``);
+    nothing was released.
+
+    The message is fixed: it carries no run data (no score, parameter, exception text or count).
+    """
+
+
+class FinalRunFailedError(RuntimeError):
+    """The final training run of a pipeline raised; nothing was released. The message is fixed (no run data)."""

@@ -47,6 +47,7 @@ def test_api_reference_has_no_raw_sphinx_roles_and_its_cross_references_render(s
     for target in ("privselect.tuning.backends", "privselect.tuning.engine.AllRunsFailedError",
                    "privselect.selection.certify.certify"):
         assert re.search(rf'<a[^>]+href="#{re.escape(target)}"', html), target
-    for documented in ("privselect.errors.CertificationError", "privselect.apps.ptr.gptr.GeneralizedPTR",
-                       "privselect.audit.audit", "privselect.tuning.engine"):
+    for documented in ("privselect.apps.ptr.gptr.GeneralizedPTR", "privselect.audit.audit", "privselect.tuning.engine"):
         assert f'id="{documented}"' in html, documented
+    errors = (site / "errors" / "index.html").read_text(encoding="utf-8")
+    assert 'id="privselect.errors.CertificationError"' in errors and ":class:" not in errors

@@ -201,7 +201,7 @@ class PrivacyProfile:
             raise CertificationError(
                 f"delta={float(d.min()):.3g} is below {floor:.3g}, the smallest delta this "
                 f"{self.method} profile can certify in double precision; use a larger delta "
-                "or an accountant with a lower floor (method='cf')"
+                "or an accountant with a lower floor (accountant='cf')"
             )
         lows, ups = zip(*(c.epsilon_bounds(d) for c in self.curves))
         lower = np.maximum(np.max(np.stack(lows), axis=0), 0.0)

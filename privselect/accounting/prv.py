@@ -938,7 +938,7 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
         h *= min(0.98, 0.98 ** (attempt + 1) * eps_target / eps_error)
     else:
         raise ValueError(f"the PRV accountant could not reach eps_error={eps_target:.3g} (achieved {eps_error:.3g} "
-                         "after 12 refinements of the grid); pass a larger eps_error or use method='cf'")
+                         "after 12 refinements of the grid); pass a larger eps_error or use accountant='cf'")
     t_disc = time.perf_counter()
     eta1_used = sum(c.count * c.tail for c in cells)
     if total == 1:  # one step: no composition, no window, no FFT

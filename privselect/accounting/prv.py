@@ -104,7 +104,7 @@ MAX_STEP_LOSS = math.sqrt(sys.float_info.max) / MAX_COMPOSITIONS
 #: Compose in long double when target_delta < this x the number of compositions.
 _EXTENDED_BELOW_PER_STEP = 5e-12
 #: Largest FFT size the relative refinement aims for (unless the first build was larger).
-_REFINE_POINTS = 1 << 21
+_REFINE_POINTS = 1 << 20
 #: Smallest eps scale the relative refinement sizes eps_error from (answers of exactly 0).
 _MIN_EPS_SCALE = 1e-9
 
@@ -239,7 +239,12 @@ class PRVAccountant:
             # 0.1 floor); rebuild at rel_eps_error times the estimate read off this build.
             first_points = max(c.n for c in curves)
             for _ in range(3):
+                # the answer at target_delta, or one decade above it where that is smaller (and > 0):
+                # queries near target_delta keep ~rel_eps_error relative accuracy
                 estimate = max(float(np.abs(c.epsilon_estimate(self.target_delta))) for c in curves)
+                above = max(float(c.epsilon_estimate(min(10 * self.target_delta, 0.5))) for c in curves)
+                if 0 < above < estimate:
+                    estimate = above
                 wanted = self.rel_eps_error * max(estimate, _MIN_EPS_SCALE)
                 # the cost grows like 1/eps_error: at most _REFINE_POINTS points (or 8x the first build)
                 points = max(c.n for c in curves)
@@ -300,7 +305,8 @@ class PRVCurve(DirectionalCurve):
     """
 
     def __init__(self, *, direction: str, t0: float, h: float, pmf: np.ndarray, log_finite: float,
-                 eps_error: float, delta_error: float, error_budget: ErrorBudget, rel_error: float = 0.0) -> None:
+                 eps_error: float, delta_error: float, error_budget: ErrorBudget, rel_error: float = 0.0,
+                 top: float = math.inf) -> None:
         self.direction = direction
         self.error_budget = error_budget
         self.t0 = float(t0)
@@ -309,6 +315,8 @@ class PRVCurve(DirectionalCurve):
         self.eps_error = float(eps_error)
         self.delta_error = float(delta_error)
         self.rel_error = float(rel_error)  # relative floating-point error of delta~ (cell masses, sums)
+        # sum of the steps' largest finite losses: the finite part of delta(eps) is 0 from there on
+        self.top = float(top)
         self.log_finite = float(log_finite)  # log Pi: probability that every loss is finite
         self.finite = math.exp(log_finite)
         self.inf_part = -math.expm1(log_finite)  # 1 - Pi
@@ -355,8 +363,9 @@ class PRVCurve(DirectionalCurve):
     # -- DirectionalCurve ------------------------------------------------------------------
 
     def delta_estimate(self, eps):
-        """Point estimate delta~(eps) (not a bound)."""
-        return self.inf_part + self.finite * self._delta_finite(eps)
+        """Point estimate delta~(eps) (not a bound); the finite part is 0 from ``top`` on."""
+        e = np.asarray(eps, dtype=float)
+        return self.inf_part + self.finite * np.where(e >= self.top, 0.0, self._delta_finite(e))
 
     def delta_bounds(self, eps):
         """GLW eq. (8): delta~(eps + eps_err) - delta_err <= delta(eps) <= delta~(eps - eps_err) + delta_err."""
@@ -364,6 +373,7 @@ class PRVCurve(DirectionalCurve):
         grow = 1.0 + self.rel_error
         low = self._delta_finite(e + self.eps_error) / grow - self.delta_error
         up = self._delta_finite(e - self.eps_error) * grow + self.delta_error
+        up = np.where(e >= self.top, 0.0, up)  # the composed loss never exceeds top
         lower = self.inf_part + self.finite * np.clip(low, 0.0, 1.0)
         upper = self.inf_part + self.finite * np.clip(up, 0.0, 1.0)
         return np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
@@ -375,13 +385,18 @@ class PRVCurve(DirectionalCurve):
         grow = 1.0 + self.rel_error
         lower = self._epsilon_finite((x + self.delta_error) * grow) - self.eps_error
         upper = self._epsilon_finite((x - self.delta_error) / grow) + self.eps_error
+        upper = np.where(x > 0, np.minimum(upper, self.top), upper)  # delta(top) = mass at +inf
+        lower = np.minimum(lower, upper)
         below_inf = d < self.inf_part
         return np.where(below_inf, np.inf, lower), np.where(below_inf, np.inf, upper)
 
     def epsilon_estimate(self, delta):
         """Point estimate eps~(delta) (not a bound)."""
         d = np.asarray(delta, dtype=float)
-        return np.where(d < self.inf_part, np.inf, self._epsilon_finite(self._finite_delta(d)))
+        x = self._finite_delta(d)
+        eps = self._epsilon_finite(x)
+        eps = np.where(x > 0, np.minimum(eps, self.top), eps)
+        return np.where(d < self.inf_part, np.inf, eps)
 
     def _finite_delta(self, d: np.ndarray) -> np.ndarray:
         """delta of the finite part that gives total delta d (-1 where d is below the mass at infinity)."""
@@ -985,5 +1000,8 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
         "eta2 %.2g fp %.2g) discretise %.3fs compose %.3fs", direction, total, h, rule, n, t0,
         t0 + (n - 1) * h, eps_error, delta_total, eta0_used, eta1_used, eta2_used, fp, t_disc - start,
         t_fft - t_disc)
+    top = math.fsum(k * float(loss.support[1]) for loss, k in components) if all(
+        math.isfinite(loss.support[1]) for loss, _ in components) else math.inf
     return PRVCurve(direction=direction, t0=t0, h=h, pmf=pmf, log_finite=log_finite, eps_error=eps_error,
-                    delta_error=delta_total, rel_error=rel_error, error_budget=budget)
+                    delta_error=delta_total, rel_error=rel_error, error_budget=budget,
+                    top=top + (4 + len(components)) * _U * abs(top) + 1e-300)

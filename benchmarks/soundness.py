@@ -82,15 +82,15 @@ class Result:
     reference_errors: list = field(default_factory=list)  # PLD-only candidates refuted by PLD's own delta
     seconds: float = 0.0
 
+    # The closed form, where there is one, decides alone (dp-accounting's optimistic PLD can lie
+    # above it at tiny delta: its FFT composition is below its floating-point floor there).
     @property
     def upper_reference(self) -> float | None:
-        refs = [r for r in (self.exact, self.pld_pessimistic) if r is not None]
-        return min(refs) if refs else None
+        return self.exact if self.exact is not None else self.pld_pessimistic
 
     @property
     def lower_reference(self) -> float | None:
-        refs = [r for r in (self.exact, self.pld_optimistic) if r is not None]
-        return max(refs) if refs else None
+        return self.exact if self.exact is not None else self.pld_optimistic
 
 
 def _log_uniform(rng, lo, hi) -> float:

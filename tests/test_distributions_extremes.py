@@ -27,7 +27,7 @@ from privselect.selection.distributions import (
 
 def test_extreme_eta_cases_resolve_to_accurate_distributions_or_refusals():
     d = TruncatedNegativeBinomial(1e-320, mean=2.0)  # eta in (0, 1e-300): the logarithmic limit
-    lg = Logarithmic(d.gamma)
+    lg = Logarithmic(gamma=d.gamma)
     assert d.mean >= 2.0 and d.mean == pytest.approx(2.0, rel=1e-14)
     assert d.pmf(np.arange(1, 50)) == pytest.approx(lg.pmf(np.arange(1, 50)), rel=1e-13)
     d = TruncatedNegativeBinomial(227.0, mean=4949.0)  # gamma^-eta - 1 ~ e^710 overflowed
@@ -39,7 +39,7 @@ def test_extreme_eta_cases_resolve_to_accurate_distributions_or_refusals():
 
 
 @pytest.mark.parametrize("k", [Logarithmic(mean=2.0), Geometric(mean=3.0), TruncatedNegativeBinomial(-0.5, mean=7.0),
-                               TruncatedNegativeBinomial(4.0, gamma=0.3), Logarithmic(0.5), Geometric(0.9),
+                               TruncatedNegativeBinomial(4.0, gamma=0.3), Logarithmic(gamma=0.5), Geometric(gamma=0.9),
                                TruncatedNegativeBinomial(1e6, gamma=1 - 1e-7), Binomial(10, 0.3), Poisson(4.0)],
                          ids=repr)
 def test_pgf_is_exactly_one_at_one_and_its_derivative_the_mean(k):
@@ -58,7 +58,7 @@ def test_pgf_is_exactly_one_at_one_and_its_derivative_the_mean(k):
 
 @pytest.mark.parametrize("gamma", [1e-15, 1e-6, 0.01, 0.25, 0.5, 0.75, 1 - 1e-9, 1 - 2**-53])
 def test_geometric_closed_forms(gamma):
-    d = Geometric(gamma)
+    d = Geometric(gamma=gamma)
     k = np.array([1, 2, 3, 10, 1000, 10**6])
     assert d.pmf(k) == pytest.approx(gamma * np.exp((k - 1) * math.log1p(-gamma)), rel=1e-13, abs=1e-300)
     assert d.mean == pytest.approx(1 / gamma, rel=1e-14)
@@ -70,7 +70,7 @@ def test_geometric_closed_forms(gamma):
 
 @pytest.mark.parametrize("gamma", [1e-18, 1e-12, 0.1, 0.5, 0.9, 1 - 1e-12])
 def test_logarithmic_closed_forms(gamma):
-    d = Logarithmic(gamma)
+    d = Logarithmic(gamma=gamma)
     lg = math.log(gamma)
     k = np.array([1, 2, 5, 50, 10**4])
     expected = np.exp(k * math.log1p(-gamma) - np.log(k) - math.log(-lg))
@@ -92,7 +92,7 @@ def test_eta_two_closed_form(gamma):
 
 def test_small_eta_is_continuous_at_the_logarithmic_limit():
     for gamma in (1e-17, 0.01, 0.5, 0.999):
-        log = Logarithmic(gamma)
+        log = Logarithmic(gamma=gamma)
         k = np.arange(1, 200)
         for eta in (5e-324, 1e-320, -1e-300, 1e-200, 1e-17):
             d = TruncatedNegativeBinomial(eta, gamma)
@@ -238,7 +238,7 @@ def test_supported_limits_are_validated_with_named_parameters():
     with pytest.raises(ValueError, match="eta"):
         TruncatedNegativeBinomial(MAX_ETA * 1.5, gamma=0.5)
     with pytest.raises(ValueError, match="mean"):
-        Geometric(1e-20)  # mean 1e20 > MAX_MEAN
+        Geometric(gamma=1e-20)  # mean 1e20 > MAX_MEAN
     with pytest.raises(ValueError, match="mean"):
         Geometric(mean=1e19)
     with pytest.raises(ValueError, match="mean"):
@@ -258,7 +258,7 @@ def test_supported_limits_are_validated_with_named_parameters():
 def test_geometric_sampling_keeps_numpy_stream_and_does_not_clamp():
     for gamma in (0.5, 0.2, 1e-5):
         a, b = np.random.default_rng(7), np.random.default_rng(7)
-        assert [Geometric(gamma).sample(a) for _ in range(200)] == [int(b.geometric(gamma)) for _ in range(200)]
+        assert [Geometric(gamma=gamma).sample(a) for _ in range(200)] == [int(b.geometric(gamma)) for _ in range(200)]
     huge = Geometric(mean=9e18)
     draws = [huge.sample(np.random.default_rng(seed)) for seed in range(40)]
     assert all(isinstance(x, int) and x >= 1 for x in draws)

@@ -265,7 +265,7 @@ K_NAMES = ("eta", "gamma", "mean", "n", "p")
 
 def build_k(kind, a, b):
     return {
-        "geometric_gamma": lambda: ps.Geometric(a),
+        "geometric_gamma": lambda: ps.Geometric(gamma=a),
         "geometric_mean": lambda: ps.Geometric(mean=a),
         "logarithmic_mean": lambda: ps.Logarithmic(mean=a),
         "tnb": lambda: ps.TruncatedNegativeBinomial(a, mean=b),

@@ -136,6 +136,10 @@ class KDistribution(ABC):
     def _derived(self) -> dict[str, Any]:
         return {"mean": self.mean}
 
+    def with_mean(self, mean: float) -> "KDistribution":
+        """The law of the same family (same eta, same n) with mean ``mean`` (for calibration)."""
+        raise TypeError(f"{type(self).__name__} has no one-parameter family by mean")
+
 
 #: K laws by class name (every subclass registers itself), for [`k_from_dict`][privselect.selection.distributions.k_from_dict].
 K_LAWS: dict[str, type] = {}
@@ -341,6 +345,9 @@ class TruncatedNegativeBinomial(KDistribution):
 
     def _spec_of(self, eta: float, gamma: float, mean: float | None) -> dict[str, Any]:
         return {"eta": eta, **({"mean": _plain(mean)} if mean is not None else {"gamma": gamma})}
+
+    def with_mean(self, mean: float) -> "TruncatedNegativeBinomial":
+        return TruncatedNegativeBinomial(self.eta, mean=mean)
 
     @property
     def min_k(self) -> int:
@@ -581,6 +588,9 @@ class _FixedEta(TruncatedNegativeBinomial):
     def _spec_of(self, eta: float, gamma: float, mean: float | None) -> dict[str, Any]:
         return {"mean": _plain(mean)} if mean is not None else {"gamma": gamma}
 
+    def with_mean(self, mean: float) -> "_FixedEta":
+        return type(self)(mean)
+
 
 class Geometric(_FixedEta):
     """Geometric K on {1, 2, ...}: P[K=k] = gamma (1-gamma)^(k-1), mean 1/gamma (eta = 1; KRW Sec. 5.1).
@@ -625,6 +635,9 @@ class Binomial(KDistribution):
         if not mean < n:
             raise ValueError(f"mean must be in (0, n={n}), got {mean!r}")
         return cls(n, mean / n)
+
+    def with_mean(self, mean: float) -> "Binomial":
+        return Binomial.from_mean(mean, self.n)
 
     @property
     def min_k(self) -> int:
@@ -717,3 +730,6 @@ class Poisson(KDistribution):
 
     def spec(self) -> dict[str, Any]:
         return {"mean": self.mean_}
+
+    def with_mean(self, mean: float) -> "Poisson":
+        return Poisson(mean)

@@ -16,6 +16,7 @@ the right before conversion (valid: (alpha_j, e)-RDP implies (alpha_i, e)-RDP fo
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -27,18 +28,59 @@ from .distributions import KDistribution, Poisson, TruncatedNegativeBinomial
 __all__ = ["selection_rdp_curve", "rdp_selection_epsilon", "supports_rdp_selection"]
 
 
+@functools.singledispatch
+def _selection_rdp(k_dist: KDistribution, orders: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """eps'(alpha) of the selection from the base's RDP curve. Registered by K law (subclasses inherit)."""
+    raise NotImplementedError
+
+
+@functools.singledispatch
+def _unsupported_k(k_dist: KDistribution) -> str | None:
+    """Why no RDP selection bound exists for this K law (None if one does). Registered with the bound."""
+    return f"no RDP selection bound for K ~ {type(k_dist).__name__} (Papernot-Steinke cover TNB and Poisson)"
+
+
+@_unsupported_k.register
+def _(k_dist: TruncatedNegativeBinomial) -> str | None:
+    return None
+
+
+@_selection_rdp.register
+def _(k_dist: TruncatedNegativeBinomial, orders: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """KRW Thm 5.1 (P&S Thm 2)."""
+    eta, gamma = k_dist.eta, k_dist.gamma
+    finite = np.isfinite(eps)
+    hat = orders[finite]
+    # alpha_hat = 1 contributes (eta+1) log(1/gamma) with the (1 - 1/alpha_hat) term vanishing.
+    terms = np.concatenate([(1 - 1 / hat) * eps[finite] - math.log(gamma) / hat, [-math.log(gamma)]])
+    c = (eta + 1) * float(terms.min())
+    return eps + c + math.log(k_dist.mean) / (orders - 1)
+
+
+@_unsupported_k.register
+def _(k_dist: Poisson) -> str | None:
+    if k_dist.mean < 1:
+        return "the Papernot-Steinke Poisson bound (KRW Thm 5.6) needs mean >= 1 (log(m) must be >= 0)"
+    return None
+
+
+@_selection_rdp.register
+def _(k_dist: Poisson, orders: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """KRW Thm 5.6 (P&S Thm 6), delta_hat from the base's RDP curve as dp-accounting does."""
+    m = k_dist.mean
+    eps_hat = np.log1p(1 / (orders - 1))
+    delta_hat = rdp.delta_from_rdp(orders, eps, eps_hat)
+    return eps + m * delta_hat + math.log(m) / (orders - 1)
+
+
 def supports_rdp_selection(base: Mechanism, k_dist: KDistribution) -> str | None:
     """None if an RDP baseline exists for (base, K); otherwise the reason it does not."""
-    if not isinstance(k_dist, (TruncatedNegativeBinomial, Poisson)):
-        return f"no RDP selection bound for K ~ {type(k_dist).__name__} (Papernot-Steinke cover TNB and Poisson)"
-    if isinstance(k_dist, Poisson) and k_dist.mean < 1:
-        return "the Papernot-Steinke Poisson bound (KRW Thm 5.6) needs mean >= 1 (log(m) must be >= 0)"
-    if not isinstance(base, Mechanism):
-        return "the RDP baseline needs a mechanism description, not a built profile"
-    reason = get_accountant("rdp").supports(base)
+    reason = _unsupported_k(k_dist)
     if reason is not None:
         return reason
-    return None
+    if not isinstance(base, Mechanism):
+        return "the RDP baseline needs a mechanism description, not a built profile"
+    return get_accountant("rdp").supports(base)
 
 
 def _monotone(curve: np.ndarray) -> np.ndarray:
@@ -52,20 +94,7 @@ def selection_rdp_curve(base: Mechanism, k_dist: KDistribution, orders: np.ndarr
     if reason:
         raise ValueError(reason)
     orders = rdp.DEFAULT_ORDERS if orders is None else np.asarray(orders, dtype=float)
-    eps = rdp.rdp_curve(base, orders)
-    m = k_dist.mean
-    if isinstance(k_dist, TruncatedNegativeBinomial):
-        eta, gamma = k_dist.eta, k_dist.gamma
-        finite = np.isfinite(eps)
-        hat = orders[finite]
-        # alpha_hat = 1 contributes (eta+1) log(1/gamma) with the (1 - 1/alpha_hat) term vanishing.
-        terms = np.concatenate([(1 - 1 / hat) * eps[finite] - math.log(gamma) / hat, [-math.log(gamma)]])
-        c = (eta + 1) * float(terms.min())
-        out = eps + c + math.log(m) / (orders - 1)
-    else:
-        eps_hat = np.log1p(1 / (orders - 1))
-        delta_hat = rdp.delta_from_rdp(orders, eps, eps_hat)
-        out = eps + m * delta_hat + math.log(m) / (orders - 1)
+    out = _selection_rdp(k_dist, orders, rdp.rdp_curve(base, orders))
     return _monotone(np.where(np.isfinite(out), out, np.inf))
 
 

@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .. import _validation as check
-from ..mechanisms import (
+from ... import _validation as check
+from ...mechanisms import (
     ApproxDP,
     Composition,
     Gaussian,
@@ -57,9 +57,9 @@ from ..mechanisms import (
     RandomizedResponse,
     SampledWithoutReplacement,
 )
-from .dominating import ProfileMechanism
-from .plrv import UnsupportedMechanismError
-from .profile import DirectionalCurve, ErrorBudget, PrivacyProfile
+from ..dominating import ProfileMechanism
+from ..plrv import UnsupportedMechanismError
+from ..profile import DirectionalCurve, ErrorBudget, PrivacyProfile
 
 __all__ = [
     "DEFAULT_ORDERS",

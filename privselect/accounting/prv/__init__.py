@@ -60,10 +60,10 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.fft
 
-from .. import _validation as check
-from ..mechanisms import Mechanism
-from .plrv import PrivacyLoss, UnsupportedMechanismError, composed_losses
-from .profile import DirectionalCurve, ErrorBudget, PrivacyProfile
+from ... import _validation as check
+from ...mechanisms import Mechanism
+from ..plrv import PrivacyLoss, UnsupportedMechanismError, composed_losses
+from ..profile import DirectionalCurve, ErrorBudget, PrivacyProfile
 
 __all__ = ["PRVAccountant", "PRVCurve", "prv_profile", "UnsupportedMechanismError"]
 
@@ -444,7 +444,7 @@ _SCALE_ORDERS = np.concatenate([1.0 + np.geomspace(0.02, 1.0, 8)[:-1], np.geomsp
 def _epsilon_scale(mechanism: Mechanism, parts, symmetric: bool, delta: float) -> tuple[float, str]:
     """An upper bound on eps(delta), only used to size ``eps_error`` (any value is valid)."""
     try:
-        from . import rdp
+        from .. import rdp
 
         value = float(rdp.rdp_epsilon(mechanism, delta, orders=_SCALE_ORDERS))
         if math.isfinite(value):

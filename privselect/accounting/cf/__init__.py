@@ -97,9 +97,9 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .. import _validation as check
-from ..mechanisms import Mechanism
-from .plrv import (
+from ... import _validation as check
+from ...mechanisms import Mechanism
+from ..plrv import (
     DirectedLosses,
     GaussianLoss,
     LaplaceLoss,
@@ -109,7 +109,7 @@ from .plrv import (
     UnsupportedMechanismError,
     composed_losses,
 )
-from .profile import DirectionalCurve, ErrorBudget, PrivacyProfile
+from ..profile import DirectionalCurve, ErrorBudget, PrivacyProfile
 
 __all__ = ["CFAccountant", "CFCurve", "cf_profile", "MIN_DELTA"]
 

@@ -35,7 +35,7 @@ from tests.support.scaleout import cpu_bound_trainer, large_output_trainer, triv
 from tests.support.timing import best_of  # noqa: E402
 
 CPU_RUNS = 32
-CPU_STEPS = 60  # ~0.1-0.2 s per run on one core
+CPU_STEPS = 200  # ~0.3-0.5 s per run on one core
 MEMORY_RUNS = 200
 OUTPUT_BYTES = 50_000_000
 

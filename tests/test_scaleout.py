@@ -144,6 +144,25 @@ def test_driver_memory_is_flat_in_k_with_large_outputs(backend, request, tmp_pat
     assert many_peak < few_peak + 3 * OUTPUT_BYTES
 
 
+@pytest.mark.parametrize("backend", ["threading", "dask", "ray"])  # loky: joblib's pre_dispatch (memory test)
+def test_submission_is_windowed_and_every_task_comes_back_once(backend, request):
+    if backend in ("dask", "ray"):
+        request.getfixturevalue({"dask": "dask_client", "ray": "local_ray"}[backend])
+    pulled, in_flight = [0], []
+
+    def tasks():
+        for i in range(40):
+            pulled[0] += 1
+            yield (i,)
+
+    received = []
+    for value in backends.get_backend(backend).imap_unordered(abs, (), tasks(), 2):
+        in_flight.append(pulled[0] - len(received))
+        received.append(value)
+    assert sorted(received) == list(range(40))
+    assert max(in_flight) == 2 * 2  # never more than 2 * n_jobs submitted and not yet received
+
+
 # -- 3. lost workers: re-executed with their own seeds, same result -------------------------
 
 def _kill_first_worker(directory, killed: list[int], stop: threading.Event) -> None:

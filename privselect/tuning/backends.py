@@ -4,14 +4,16 @@ A backend maps a picklable function over a lazy iterable of per-run argument tup
 ``function(*shared, *task)`` in completion order. ``shared`` (the trainer and the data) is the
 same for every run: the process backends send it to the workers once per selection (joblib's
 memory mapping for loky, ``Client.scatter`` for dask, ``ray.put`` for ray), not once per run.
-Every backend keeps at most ``2 * n_jobs`` runs in flight (windowed submission), so neither the
-submitted tasks nor the results waiting in the driver grow with K; the engine keeps only the
+Every backend keeps about ``2 * n_jobs`` runs in flight (windowed submission; loky through
+joblib's ``pre_dispatch``), so neither the submitted tasks nor the results waiting in the driver
+grow with K; the engine keeps only the
 running best and orders ties by run index, so the winner does not depend on completion order.
 
 Built in:
 
 * ``"sequential"``: one run after another in the driver;
-* ``"loky"`` and ``"threading"``: joblib (``return_as="generator_unordered"``);
+* ``"loky"``: joblib's process pool (``return_as="generator_unordered"``), kept alive across tunings;
+* ``"threading"``: a thread pool in the driver;
 * ``"dask"``: the active ``dask.distributed.Client`` (``distributed.as_completed``);
 * ``"ray"``: the running ray instance, or a local one started with defaults (``ray.wait``).
 
@@ -24,13 +26,15 @@ dask's ``KilledWorker``, ray's ``WorkerCrashedError``, ``NodeDiedError``, ``RayA
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import WorkerLossError
 
-__all__ = ["Backend", "SequentialBackend", "JoblibBackend", "DaskBackend", "RayBackend", "register_backend",
+__all__ = ["Backend", "SequentialBackend", "JoblibBackend", "ThreadingBackend", "DaskBackend", "RayBackend",
+           "register_backend",
            "get_backend", "BACKENDS", "backend_names", "MAX_REEXECUTIONS", "WorkerLossError"]
 
 MAX_REEXECUTIONS = 3
@@ -72,8 +76,10 @@ class JoblibBackend(Backend):
     """A joblib backend; results stream with ``return_as="generator_unordered"``.
 
     joblib dumps large numpy arrays in ``shared`` to a memory-mapped file once per selection
-    (loky); ``pre_dispatch="2*n_jobs"`` with ``batch_size=1`` bounds the submitted tasks
-    and the results in transit (automatic batching would return many outputs at once).
+    (loky). ``pre_dispatch="2*n_jobs"`` with ``batch_size=1`` bounds what is dispatched ahead
+    (automatic batching would return many outputs at once); joblib dispatches one more task
+    as each completes and holds finished results until the engine takes them, which it does at
+    once (docs/cluster.md: 5 outputs alive at most at K = 200 in the benchmark).
     """
 
     name: str
@@ -92,16 +98,45 @@ class JoblibBackend(Backend):
         return (BrokenProcessPool,)
 
 
+@dataclass(frozen=True)
+class ThreadingBackend(Backend):
+    """Threads of the driver (``concurrent.futures.ThreadPoolExecutor``), for trainers that release the GIL."""
+
+    name: str = "threading"
+    in_process: bool = True
+
+    def imap_unordered(self, function, shared, tasks, n_jobs):
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+        workers = n_jobs if n_jobs > 0 else (os.cpu_count() or 1)
+        pending: set = set()
+        with ThreadPoolExecutor(max_workers=workers) as executor:
+            def submit(task):
+                pending.add(executor.submit(function, *shared, *task))
+
+            def next_done():
+                done = next(iter(wait(pending, return_when=FIRST_COMPLETED).done))
+                pending.discard(done)
+                return done.result()
+
+            try:
+                yield from _windowed(submit, next_done, tasks, 2 * workers)
+            finally:
+                for future in pending:
+                    future.cancel()
+                pending.clear()
+
+
 def _windowed(submit: Callable[[tuple], Any], next_done: Callable[[], Any], tasks: Iterable[tuple],
               window: int) -> Iterator[Any]:
     """Keep ``window`` tasks in flight; yield each result (``next_done()``) as one completes."""
     in_flight = 0
-    for task in tasks:
+    for task in tasks:  # the next task is drawn only when there is room for it
+        submit(task)
+        in_flight += 1
         if in_flight == window:
             yield next_done()
             in_flight -= 1
-        submit(task)
-        in_flight += 1
     for _ in range(in_flight):
         yield next_done()
 
@@ -226,7 +261,7 @@ def backend_names() -> tuple[str, ...]:
 
 register_backend(SequentialBackend())
 register_backend(JoblibBackend("loky"))
-register_backend(JoblibBackend("threading", in_process=True))
+register_backend(ThreadingBackend())
 register_backend(DaskBackend())
 register_backend(RayBackend())
 

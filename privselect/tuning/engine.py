@@ -56,8 +56,8 @@ from ..selection.distributions import KDistribution
 from .backends import MAX_REEXECUTIONS, Backend, WorkerLossError, get_backend
 from .guard import RELEASE_MODES, guard_release
 
-__all__ = ["AllRunsFailedError", "TrainerContractError", "WorkerLossError", "RunSeeds", "RunTask", "RunOutcome", "SelectionPlan",
-           "Selected", "run_selection", "dry_run", "split_return", "silenced"]
+__all__ = ["AllRunsFailedError", "TrainerContractError", "WorkerLossError", "RunSeeds", "RunTask", "RunOutcome",
+           "SelectionPlan", "Selected", "run_selection", "dry_run", "split_return", "silenced"]
 
 logger = logging.getLogger(__name__)
 

@@ -166,7 +166,7 @@ class DaskBackend(Backend):
             raise RuntimeError("backend='dask' needs a dask.distributed Client: create one first, e.g. "
                                "distributed.Client('tcp://scheduler:8786') or Client(LocalCluster())") from None
         workers = n_jobs if n_jobs > 0 else max(1, sum(client.nthreads().values()))
-        shared_futures = client.scatter(list(shared), broadcast=True, hash=False)
+        shared_futures = client.scatter(list(shared), broadcast=True, hash=False) if shared else []
         completed = distributed.as_completed()
 
         def submit(task):
@@ -210,12 +210,12 @@ class RayBackend(Backend):
         if not ray.is_initialized():
             ray.init()
         workers = n_jobs if n_jobs > 0 else max(1, int(ray.cluster_resources().get("CPU", 1)))
-        remote = ray.remote(num_cpus=1, max_retries=0)(function)
+        remote = ray.remote(num_cpus=1, max_retries=0)(_call)
         shared_refs = [ray.put(value) for value in shared]
         pending: list = []
 
         def submit(task):
-            pending.append(remote.remote(*shared_refs, *task))
+            pending.append(remote.remote(function, *shared_refs, *task))
 
         def next_done():
             (ready,), rest = ray.wait(pending, num_returns=1)
@@ -234,6 +234,11 @@ class RayBackend(Backend):
         from ray.exceptions import NodeDiedError, ObjectLostError, RayActorError, WorkerCrashedError
 
         return (WorkerCrashedError, NodeDiedError, RayActorError, ObjectLostError)
+
+
+def _call(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` as a ray task (``ray.remote`` takes Python functions only, not builtins)."""
+    return function(*args)
 
 
 _REGISTRY: dict[str, Backend] = {}

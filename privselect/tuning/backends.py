@@ -34,8 +34,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..errors import WorkerLossError
 
 __all__ = ["Backend", "SequentialBackend", "JoblibBackend", "ThreadingBackend", "DaskBackend", "RayBackend",
-           "register_backend",
-           "get_backend", "BACKENDS", "backend_names", "MAX_REEXECUTIONS", "WorkerLossError"]
+           "register_backend", "get_backend", "BACKENDS", "backend_names", "MAX_REEXECUTIONS", "WorkerLossError"]
 
 MAX_REEXECUTIONS = 3
 """How many times the engine re-submits the runs lost with a worker before giving up."""

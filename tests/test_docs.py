@@ -43,6 +43,7 @@ def test_api_reference_has_no_raw_sphinx_roles_and_its_cross_references_render(s
     text = re.sub(r"<[^>]+>", "", html)
     raw = re.findall(r":(?:meth|class|mod|func|attr|data|exc|obj):`?[\w.~]*", text)
     assert raw == []
+    assert re.findall(r"\]\[privselect[\w.]*\]", text) == []  # no cross-reference left unrendered (code blocks)
     # cross-references in docstrings render as links to the objects' anchors in the reference
     for target in ("privselect.tuning.backends", "privselect.tuning.engine.AllRunsFailedError",
                    "privselect.selection.certify.certify"):

@@ -392,7 +392,7 @@ class OPSPTRRegressor(PrivateLinearRegressor):
     Parameters
     ----------
     epsilon, delta : the total privacy of one fit (add/remove neighbours).
-    alpha : ridge strength; None (default) uses [`default_ops_ptr_alpha`][privselect.apps.ptr.regression.default_ops_ptr_alpha] (public quantities:
+    alpha : ridge strength; None (default) uses `default_ops_ptr_alpha` (public quantities:
         the budget, d, ``n_max``), never below the mu floor. An explicit alpha that can never pass
         (below the mu floor without the eigenvalue release) raises ``ValueError`` at construction.
     gamma : OPS inverse temperature; "auto" (default) takes the largest gamma the released bounds

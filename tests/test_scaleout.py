@@ -103,7 +103,7 @@ def test_every_backend_gives_the_sequential_winner_and_certificate(backend, requ
     assert sequential.best_params["x"] > 0.5  # the best of 11 uniform candidates + N(0,1) noise
 
 
-def test_the_ray_backend_streams_and_sends_the_data_once(local_ray, tmp_path):
+def test_the_ray_backend_runs_each_run_once_on_ray_workers(local_ray, tmp_path):
     data = {"dir": str(tmp_path), "payload": np.arange(100_000)}
     make_tuner(n_jobs=2, backend="ray").run(data)
     calls = trainers.calls(tmp_path)

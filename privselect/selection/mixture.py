@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import privacy_profile
+from ..accounting import get_accountant, privacy_profile
 from ..accounting.profile import DirectionalCurve, ErrorBudget, PrivacyProfile
 from ..mechanisms import Mechanism
 from .distributions import KDistribution
@@ -78,19 +78,34 @@ class KMixtureCurve(DirectionalCurve):
         return np.zeros_like(upper), upper
 
 
+def _bucket_profile(mechanism: Mechanism, accountant: str, options: dict[str, Any]) -> PrivacyProfile:
+    """One bucket's profile: "auto" means exact where it applies, else PRV (else the full auto)."""
+    if accountant != "auto" or options:
+        return privacy_profile(mechanism, accountant=accountant, **options)
+    if get_accountant("exact").supports(mechanism) is None:
+        return privacy_profile(mechanism, accountant="exact")
+    try:
+        return privacy_profile(mechanism, accountant="prv")
+    except (ValueError, ArithmeticError):
+        return privacy_profile(mechanism, accountant="auto")
+
+
 def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1e-12, bucket_ratio: float = 1.1,
                       accountant: str = "auto", **accountant_options: Any) -> PrivacyProfile:
     """Profile of K runs of ``base`` with everything released (K, every run, adaptive choices).
 
     ``tail`` bounds P[K > k_max] (added to delta); every k up to 32 is its own bucket, then
-    ``bucket_ratio`` sets the bucket growth.
+    ``bucket_ratio`` sets the bucket growth. With ``accountant="auto"`` each bucket uses the exact
+    accountant where it applies and PRV otherwise (a sum of delta upper bounds needs no answer
+    below PRV's floor: any certified upper bound is valid there), falling back to "auto" for a
+    bucket PRV cannot build.
     """
     if not isinstance(base, Mechanism):
         raise TypeError("the K-mixture bound composes the base run: give a Mechanism, not a built profile")
     if not isinstance(k_dist, KDistribution):
         raise TypeError(f"k must be a distribution of K, got {type(k_dist).__name__}")
     ends, probs, tail_mass = _buckets(k_dist, tail, bucket_ratio)
-    profiles = [privacy_profile(base.compose(int(k)), accountant=accountant, **accountant_options) for k in ends]
+    profiles = [_bucket_profile(base.compose(int(k)), accountant, accountant_options) for k in ends]
     p_zero = float(k_dist.pmf(0)) if k_dist.min_k == 0 else 0.0
     curve = KMixtureCurve(profiles, probs, p_zero, tail_mass)
     return PrivacyProfile(curves=(curve,), method=f"k-mixture[{accountant}]", mechanism=base,

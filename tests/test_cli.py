@@ -51,7 +51,9 @@ def test_opacus_vocabulary_gives_the_same_mechanism(flags, capsys):
     report = json.loads(out)
     assert code == 0 and report["one_run"] == {"mechanism": "gaussian", "noise_multiplier": 2.0,
                                                "sample_rate": 4096 / 50000, "steps": 25, "sampling": "poisson"}
-    assert report["mechanism"] == repr(ps.dpsgd(noise_multiplier=2, sample_rate=4096 / 50000, steps=25))
+    expected = ps.dpsgd(noise_multiplier=2.0, sample_rate=4096 / 50000, steps=25)
+    assert report["epsilon"] == pytest.approx(float(ps.privacy_profile(expected, accountant="rdp").epsilon(1e-5)),
+                                              rel=1e-12)
 
 
 def test_sampling_without_replacement_is_the_librarys(capsys):
@@ -59,7 +61,7 @@ def test_sampling_without_replacement_is_the_librarys(capsys):
                       "--steps", "50", "--accountant", "rdp", "--json"], capsys)
     report = json.loads(out)
     expected = ps.dpsgd(noise_multiplier=1.1, batch_size=64, dataset_size=6400, steps=50, sampling="without_replacement")
-    assert code == 0 and report["mechanism"] == repr(expected)
+    assert code == 0 and report["one_run"]["sampling"] == "without_replacement"
     assert report["epsilon"] == pytest.approx(float(ps.privacy_profile(expected, accountant="rdp").epsilon(1e-5)),
                                               rel=1e-12)
 

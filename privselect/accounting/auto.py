@@ -124,8 +124,14 @@ class PointwiseMinCurve(DirectionalCurve):
 
         rows = [row(name, prof) for name, prof in self._profiles(self.eager)]
         eager_ok = all(m.get() is not None for m in self.eager)
-        if not rows or not eager_ok or needs_fallback(query, rows):
-            rows += [row(name, prof) for name, prof in self._profiles(self.fallback)]
+        # Pointwise rule (the answer at a point never depends on the other points asked or on the
+        # query history): a fallback member counts where needs_fallback(point) holds.
+        needed = np.ones(query.shape, dtype=bool) if (not rows or not eager_ok) else needs_fallback(query, rows)
+        if needed.any():
+            for name, prof in self._profiles(self.fallback):
+                _, low, up = row(name, prof)
+                t_low, t_up = trivial(query)
+                rows.append((name, np.where(needed, low, t_low), np.where(needed, up, t_up)))
         if not rows:
             raise CertificationError("no accountant could build a profile of this mechanism: "
                                      + "; ".join(f"{m.name}: {m.failure}" for m in self.eager + self.fallback))
@@ -152,7 +158,7 @@ class PointwiseMinCurve(DirectionalCurve):
     # -- delta(eps) ---------------------------------------------------------------------
 
     def _delta_table(self, e: np.ndarray):
-        near_floor = lambda q, rows: bool((np.min([r[2] for r in rows], axis=0) <= _FLOOR_MARGIN * self._floor()).any())  # noqa: E731
+        near_floor = lambda q, rows: np.min([r[2] for r in rows], axis=0) <= _FLOOR_MARGIN * self._floor()  # noqa: E731
         return self._table(e, lambda prof, q: prof.delta_bounds(q), lambda q: (np.zeros(q.shape), np.ones(q.shape)),
                            near_floor)
 
@@ -177,7 +183,7 @@ class PointwiseMinCurve(DirectionalCurve):
 
     def _eps_table(self, d: np.ndarray):
         return self._table(d, self._eps_of, lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
-                           lambda q, rows: bool((q <= self._floor()).any()))
+                           lambda q, rows: q <= self._floor())
 
     def epsilon_bounds(self, delta):
         return self._best(self._eps_table(np.asarray(delta, dtype=float)))

@@ -11,6 +11,8 @@ Adding a public name: add one line ``"Name": ".module",`` to ``_PUBLIC`` below.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 __version__ = "0.1.0"
@@ -90,3 +92,16 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
+
+class _Package(types.ModuleType):
+    """The package module: importing a submodule (``privselect.dpsgd``, an old path) binds its name on
+    the package; where a public name of that spelling is another object (``ps.dpsgd``, a function),
+    the public name wins and the submodule stays reachable through ``import``."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _PUBLIC.get(name, f".{name}") != f".{name}":
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

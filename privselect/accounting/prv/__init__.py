@@ -213,7 +213,7 @@ class PRVAccountant:
                 f"{_count_text(total)}: its floating-point error bound grows by at least "
                 f"{_FP_PER_COMPOSITION:.2g} per composition, so every delta bound would be 1 (and the smallest "
                 "certifiable delta exceeds 1e-5 from ~1e8 compositions on); use fewer compositions (k, steps, "
-                "rounds) or method='rdp'")
+                "rounds) or accountant='rdp' or the default accountant='auto'")
         delta_error = self.delta_error if self.delta_error is not None else self.target_delta / 1000
         symmetric = all(losses.is_symmetric for losses, _ in parts)
         eps_target, eps_source = self._eps_target(mechanism, parts, symmetric)

@@ -30,7 +30,7 @@ def _final(params, data, rng):
 
 
 def _tuner(**kwargs):
-    options = dict(seed=7, backend="sequential", k=K)
+    options = dict(seed=7, backend="sequential", k=K, accountant="prv")  # the expected values use PRV
     options.update(kwargs)
     k = options.pop("k")
     return ps.PrivateTuner(_candidate, {"lr": space.Choice([0.1, 0.2, 0.3])}, RUN, k, 1e-5, **options)
@@ -143,7 +143,7 @@ def test_private_study_final_run():
         return trial.suggest_categorical("lr", [0.1, 0.2, 0.3])
 
     final = ps.FinalRun(lambda params, data, rng: {"lr": params["lr"], "rows": len(X)}, RUN)
-    result = PrivateStudy(RUN, K, 1e-5, seed=3, backend="sequential", final=final).optimize(objective)
+    result = PrivateStudy(RUN, K, 1e-5, seed=3, backend="sequential", final=final, accountant="prv").optimize(objective)
     assert result.final_output == {"lr": result.best_params["lr"], "rows": N}
     assert result.certificate.epsilon == certify_pipeline(RUN, K, 1e-5, final=RUN, accountant="prv").epsilon
     with pytest.raises(ValueError, match="final"):

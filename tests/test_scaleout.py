@@ -139,9 +139,10 @@ def test_driver_memory_is_flat_in_k_with_large_outputs(backend, request, tmp_pat
     assert few <= 6 and many >= 12
     # 2 * n_jobs runs in flight + the best + one being compared, each ~ an output and its pickle:
     # far below the many * OUTPUT_BYTES (>= 24 MB) that a list of all outputs would hold.
-    assert many_peak < 9 * OUTPUT_BYTES
+    # The bound is absolute: a window of in-flight runs, whatever K is. (A bound relative to the
+    # small-K peak is not used: with K = 2 fewer runs are in flight, and the margin was noise.)
     assert many_peak < 8 * OUTPUT_BYTES
-    assert many_peak < few_peak + 3 * OUTPUT_BYTES
+    assert few_peak < 8 * OUTPUT_BYTES
 
 
 @pytest.mark.parametrize("backend", ["threading", "dask", "ray"])  # loky: joblib's pre_dispatch (memory test)

@@ -9,10 +9,19 @@ query from every member that can certify it and records which member gave the an
 Which accountants run (chosen cheaply, never all of them blindly):
 
 1. ``exact`` if it supports the mechanism (its profile is the truth up to rounding; alone).
-2. otherwise ``prv`` (fast, accurate at moderate delta) and ``rdp`` (cheap, answers every
-   delta: the safety net); ``cf`` (relative precision at tiny delta) is built on first use,
-   when a query falls below PRV's floating-point floor, when PRV could not be built, or when
-   PRV's upper delta at a queried eps is within a factor 1e3 of that floor.
+2. otherwise, in tiers, each built on first use by a query that the earlier tiers answer only
+   at or near their floating-point floor (or everywhere, if an earlier member could not be built):
+
+   - ``prv`` (fast, accurate at moderate delta) and ``rdp`` (cheap, answers every delta: the
+     safety net);
+   - a second ``prv`` profile composed for tiny deltas (target 1e-12, floor ~1e-13);
+   - ``cf`` (relative precision at any delta; slowest).
+
+   delta(eps) queries (large vectors: plots, selection bounds) use these three tiers in order;
+   eps(delta) queries (a few points) build the last two together.
+
+   "Near" means: for delta(eps), the best upper delta is within 1e3 of the floor; for
+   eps(delta), delta is within 10 of it. Without PRV, every supported accountant runs at once.
 
 A query is refused only if no accountant supports the mechanism.
 """
@@ -38,8 +47,12 @@ logger = logging.getLogger(__name__)
 _BUILD_ERRORS = (ValueError, ArithmeticError, MemoryError)
 #: target_delta of the PRV profile built on demand for queries below the default PRV floor.
 _SMALL_TARGET = 1e-12
-#: PRV answers delta(eps) queries alone while its upper bound is above this multiple of its floor.
+#: A tier answers delta(eps) alone while its best upper delta is above this multiple of its floor
+#: (PRV's additive delta error is below the floor, so there its relative error is below 1e-3) ...
 _FLOOR_MARGIN = 1e3
+#: ... and eps(delta) alone while delta is above this multiple of it (the delta error then moves
+#: the eps bracket by at most the curve's change over a 5% change of delta).
+_EPS_FLOOR_MARGIN = 1e1
 
 
 class LazyMember:
@@ -75,25 +88,33 @@ def _floor_of(profile: PrivacyProfile) -> float:
 class PointwiseMinCurve(DirectionalCurve):
     """min over members of the upper bounds, max of the lower bounds (each member: max over directions).
 
-    ``eager`` members answer every query; ``fallback`` members are built only when a query
-    needs them (below an eager member's floor, or where the eager answers are near it).
+    ``tiers[0]`` members answer every query. A member of a later tier is built only when a query
+    needs it: where every earlier member is at or near its floating-point floor (delta(eps): the
+    best upper delta is within ``_FLOOR_MARGIN`` of the lowest earlier floor; eps(delta): delta is
+    within ``_EPS_FLOOR_MARGIN`` of it), or everywhere if an earlier member could not be built.
+    The rule is pointwise: the answer at a point never depends on the other points asked.
     """
 
     direction = "both"
 
-    def __init__(self, eager: list[LazyMember], fallback: list[LazyMember]) -> None:
-        self.eager, self.fallback = eager, fallback
+    def __init__(self, delta_tiers: list[list[LazyMember]], eps_tiers: list[list[LazyMember]]) -> None:
+        self.delta_tiers = [list(tier) for tier in delta_tiers if tier]
+        self.eps_tiers = [list(tier) for tier in eps_tiers if tier]
 
-    # members that are available now
-    def _profiles(self, members: list[LazyMember]) -> list[tuple[str, PrivacyProfile]]:
+    @property
+    def members(self) -> list[LazyMember]:
+        return list(dict.fromkeys(m for tier in self.delta_tiers + self.eps_tiers for m in tier))
+
+    @staticmethod
+    def _profiles(members: list[LazyMember]) -> list[tuple[str, PrivacyProfile]]:
         # an uncertified profile (an error estimate, e.g. CF's quadrature of a subsampled Laplace) never answers
         return [(m.name, p) for m in members for p in (m.get(),) if p is not None and p.certified]
 
     @property
     def error_budget(self) -> ErrorBudget:  # type: ignore[override]
-        profiles = self._profiles(self.eager) + [(m.name, m.get()) for m in self.fallback if m._profile is not None]
+        built = [m for m in self.members if m._profile is not None or m in self.delta_tiers[0]]
         budgets = []
-        for name, p in profiles:
+        for name, p in self._profiles(built):
             try:
                 budgets.append((name, p.error_budget))
             except _BUILD_ERRORS:
@@ -110,10 +131,11 @@ class PointwiseMinCurve(DirectionalCurve):
 
     # -- the table of member brackets ------------------------------------------------------
 
-    def _table(self, query: np.ndarray, bracket, trivial, needs_fallback) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """Names, lower and upper brackets of the eager members (and the fallback ones if needed).
+    def _table(self, tiers, query: np.ndarray, bracket, trivial, near_floor) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Names, lower and upper brackets of the members that the query needs, tier by tier.
 
         A member whose query fails numerically contributes the ``trivial`` bracket (valid, never chosen).
+        ``near_floor(query, rows, floor)`` says where the rows so far are at or near ``floor``.
         """
         def row(name: str, prof: PrivacyProfile):
             try:
@@ -122,19 +144,24 @@ class PointwiseMinCurve(DirectionalCurve):
                 logger.debug("auto: %s accountant failed at query time: %s", name, exc)
                 return (name, *trivial(query))
 
-        rows = [row(name, prof) for name, prof in self._profiles(self.eager)]
-        eager_ok = all(m.get() is not None for m in self.eager)
-        # Pointwise rule (the answer at a point never depends on the other points asked or on the
-        # query history): a fallback member counts where needs_fallback(point) holds.
-        needed = np.ones(query.shape, dtype=bool) if (not rows or not eager_ok) else needs_fallback(query, rows)
-        if needed.any():
-            for name, prof in self._profiles(self.fallback):
-                _, low, up = row(name, prof)
+        rows: list[tuple[str, np.ndarray, np.ndarray]] = []
+        earlier: list[LazyMember] = []
+        for tier in tiers:
+            if earlier:
+                complete = rows and all(m.get() is not None for m in earlier)
+                needed = near_floor(query, rows, self._floor(earlier)) if complete else np.ones(query.shape, bool)
+                if not np.any(needed):
+                    break
                 t_low, t_up = trivial(query)
-                rows.append((name, np.where(needed, low, t_low), np.where(needed, up, t_up)))
+                for name, prof in self._profiles(tier):
+                    _, low, up = row(name, prof)
+                    rows.append((name, np.where(needed, low, t_low), np.where(needed, up, t_up)))
+            else:
+                rows.extend(row(name, prof) for name, prof in self._profiles(tier))
+            earlier.extend(tier)
         if not rows:
             raise CertificationError("no accountant could build a profile of this mechanism: "
-                                     + "; ".join(f"{m.name}: {m.failure}" for m in self.eager + self.fallback))
+                                     + "; ".join(f"{m.name}: {m.failure}" for m in self.members))
         names, lows, ups = zip(*rows)
         return list(names), np.stack([np.asarray(x, dtype=float) for x in lows]), \
             np.stack([np.asarray(x, dtype=float) for x in ups])
@@ -150,16 +177,17 @@ class PointwiseMinCurve(DirectionalCurve):
         names, _, ups = table
         return np.asarray(names, dtype=object)[np.argmin(ups, axis=0)]
 
-    def _floor(self) -> float:
-        """The lowest positive floating-point floor among the eager members (inf if none has one)."""
-        floors = [_floor_of(p) for _, p in self._profiles(self.eager)]
+    def _floor(self, members: list[LazyMember]) -> float:
+        """The lowest positive floating-point floor among ``members`` (inf if none has one)."""
+        floors = [_floor_of(p) for _, p in self._profiles(members)]
         return min((f for f in floors if f > 0), default=math.inf)
 
     # -- delta(eps) ---------------------------------------------------------------------
 
     def _delta_table(self, e: np.ndarray):
-        near_floor = lambda q, rows: np.min([r[2] for r in rows], axis=0) <= _FLOOR_MARGIN * self._floor()  # noqa: E731
-        return self._table(e, lambda prof, q: prof.delta_bounds(q), lambda q: (np.zeros(q.shape), np.ones(q.shape)),
+        def near_floor(q, rows, floor):
+            return np.min([r[2] for r in rows], axis=0) <= _FLOOR_MARGIN * floor
+        return self._table(self.delta_tiers, e, lambda prof, q: prof.delta_bounds(q), lambda q: (np.zeros(q.shape), np.ones(q.shape)),
                            near_floor)
 
     def delta_bounds(self, eps):
@@ -182,8 +210,8 @@ class PointwiseMinCurve(DirectionalCurve):
         return lower, upper
 
     def _eps_table(self, d: np.ndarray):
-        return self._table(d, self._eps_of, lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
-                           lambda q, rows: q <= self._floor())
+        return self._table(self.eps_tiers, d, self._eps_of, lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
+                           lambda q, rows, floor: q <= _EPS_FLOOR_MARGIN * floor)
 
     def epsilon_bounds(self, delta):
         return self._best(self._eps_table(np.asarray(delta, dtype=float)))
@@ -218,7 +246,7 @@ class MinProfile(PrivacyProfile):
         """The members built so far: their profile, or why it could not be built."""
         curve = self._min_curve()
         return {m.name: (m._profile if m._profile is not None else m.failure)
-                for m in curve.eager + curve.fallback if m.built}
+                for m in curve.members if m.built}
 
 
 @register_accountant("auto")
@@ -231,6 +259,11 @@ class Auto(Accountant):
 
     name = "auto"
     order = ("exact", "prv", "cf", "rdp")
+    #: Members by tier (after ``exact``, which answers alone when it supports the mechanism). delta(eps)
+    #: queries come in large vectors (plots, selection bounds): the vectorised small-delta PRV first,
+    #: CF (per-point saddle points) last. eps(delta) queries are few: CF and the small-delta PRV together.
+    delta_tiers = (("prv", "rdp"), ("prv(small delta)",), ("cf",))
+    eps_tiers = (("prv", "rdp"), ("cf", "prv(small delta)"))
 
     def __init__(self, **options: Any) -> None:
         self.options = options
@@ -254,27 +287,18 @@ class Auto(Accountant):
             return None
         if "exact" in usable:
             return self._members["exact"].profile(mechanism)
-        eager = [LazyMember(n, self._builder(n, mechanism)) for n in ("prv", "rdp") if n in usable]
-        fallback = [LazyMember(n, self._builder(n, mechanism)) for n in ("cf",) if n in usable]
-        if "prv" in usable:
-            cf = fallback[0] if fallback else None
-            build_small = self._builder("prv(small delta)", mechanism)
+        lazy = {name: self._lazy(name, mechanism) for name in usable}
 
-            def small_prv() -> PrivacyProfile:
-                # not where CF is certified and tight at tiny delta (then it is exact and cheaper)
-                prof = cf.get() if cf is not None else None
-                if prof is not None and prof.certified:
-                    lo, up = prof.epsilon_bounds(_SMALL_TARGET * 10)
-                    if 0 < lo and up <= lo * (1 + 1e-4):
-                        raise ValueError("not needed: the CF profile is certified and tight")
-                return build_small()
+        def tiers(names_by_tier: tuple[tuple[str, ...], ...]) -> list[list[LazyMember]]:
+            if "prv" not in usable:  # no PRV: every supported accountant at once
+                names_by_tier = (tuple(dict.fromkeys(sum(names_by_tier, ()))),)
+            return [[lazy[name] for name in tier if name in lazy] for tier in names_by_tier]
 
-            fallback.append(LazyMember("prv(small delta)", small_prv))
-        if not eager:
-            eager, fallback = fallback, []
-        return MinProfile(curves=(PointwiseMinCurve(eager, fallback),), method="auto", mechanism=mechanism,
-                          description="pointwise best of " + ", ".join(m.name for m in eager + fallback),
-                          metadata=(("accountants", tuple(m.name for m in eager + fallback)),))
+        curve = PointwiseMinCurve(tiers(self.delta_tiers), tiers(self.eps_tiers))
+        names = tuple(m.name for m in curve.members)
+        return MinProfile(curves=(curve,), method="auto", mechanism=mechanism,
+                          description="pointwise best of " + ", ".join(names),
+                          metadata=(("accountants", names),))
 
-    def _builder(self, name: str, mechanism: Mechanism) -> Callable[[], PrivacyProfile]:
-        return lambda: self._members[name].profile(mechanism)
+    def _lazy(self, name: str, mechanism: Mechanism) -> LazyMember:
+        return LazyMember(name, lambda: self._members[name].profile(mechanism))

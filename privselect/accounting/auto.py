@@ -18,7 +18,8 @@ Which accountants run (chosen cheaply, never all of them blindly):
    - ``cf`` (relative precision at any delta; slowest).
 
    delta(eps) queries (large vectors: plots, selection bounds) use these three tiers in order;
-   eps(delta) queries (a few points) build the last two together.
+   eps(delta) queries (a few points) build the last two together. From 1e5 compositions on,
+   CF (whose cost barely grows with the count) and RDP run first, the two PRVs only as fallback.
 
    "Near" means: for delta(eps), the best upper delta is within 1e3 of the floor; for
    eps(delta), delta is within 10 of it. Without PRV, every supported accountant runs at once.
@@ -53,6 +54,8 @@ _FLOOR_MARGIN = 1e3
 #: ... and eps(delta) alone while delta is above this multiple of it (the delta error then moves
 #: the eps bracket by at most the curve's change over a 5% change of delta).
 _EPS_FLOOR_MARGIN = 1e1
+#: Compositions from which CF runs before PRV (``Auto.many_compositions``).
+_CF_FIRST_FROM = 100_000
 
 
 class LazyMember:
@@ -264,6 +267,9 @@ class Auto(Accountant):
     #: CF (per-point saddle points) last. eps(delta) queries are few: CF and the small-delta PRV together.
     delta_tiers = (("prv", "rdp"), ("prv(small delta)",), ("cf",))
     eps_tiers = (("prv", "rdp"), ("cf", "prv(small delta)"))
+    #: From this many compositions on, PRV's grid (which grows with the count) costs more than CF
+    #: (whose cost barely does): CF answers first, and the PRV profiles are the fallback tier.
+    many_compositions = (("cf", "rdp"), ("prv", "prv(small delta)"))
 
     def __init__(self, **options: Any) -> None:
         self.options = options
@@ -294,7 +300,10 @@ class Auto(Accountant):
                 names_by_tier = (tuple(dict.fromkeys(sum(names_by_tier, ()))),)
             return [[lazy[name] for name in tier if name in lazy] for tier in names_by_tier]
 
-        curve = PointwiseMinCurve(tiers(self.delta_tiers), tiers(self.eps_tiers))
+        if sum(count for _, count in mechanism.components()) >= _CF_FIRST_FROM:
+            curve = PointwiseMinCurve(tiers(self.many_compositions), tiers(self.many_compositions))
+        else:
+            curve = PointwiseMinCurve(tiers(self.delta_tiers), tiers(self.eps_tiers))
         names = tuple(m.name for m in curve.members)
         return MinProfile(curves=(curve,), method="auto", mechanism=mechanism,
                           description="pointwise best of " + ", ".join(names),

@@ -180,7 +180,7 @@ class PRVAccountant:
     eps_error: float | None = None
     delta_error: float | None = None
     target_delta: float = 1e-5
-    rel_eps_error: float = 1.5e-3
+    rel_eps_error: float = 5e-4
     max_points: int = 1 << 24
 
     def __post_init__(self) -> None:

@@ -31,3 +31,62 @@ def test_mixture_is_never_below_the_selection_certificate():
 def test_mixture_needs_a_mechanism():
     with pytest.raises(TypeError, match="Mechanism"):
         k_mixture_profile(ps.gdp_profile(1.0), ps.Geometric(mean=3))
+
+
+# -- one discretisation, every k from it (issue 14, Build 8) -----------------------------------------
+
+
+def _exact_gaussian_mixture(mu, k_dist, eps, k_max):
+    """sum_k P[K = k] delta_{sqrt(k) mu}(eps), unbucketed (the quantity the bound must dominate)."""
+    ks = np.arange(0, k_max + 1)
+    pk = k_dist.pmf(ks)
+    zero = pk[0] * np.maximum(-np.expm1(np.minimum(eps, 0.0)), 0.0)
+    return zero + sum(p * ps.gaussian_delta(eps, mu * np.sqrt(k)) for p, k in zip(pk[1:], ks[1:]))
+
+
+def test_53_buckets_come_from_one_closed_form_for_gaussian_bases():
+    from privselect.selection.mixture import _buckets
+
+    k_dist = ps.Geometric(mean=10)
+    assert len(_buckets(k_dist, 1e-12, 1.1)[0]) == 53
+    prof = k_mixture_profile(ps.Gaussian(4.0), k_dist)
+    assert dict(prof.metadata)["buckets"] == 53 and "exact" in dict(prof.metadata)["bucket_profiles"]
+    eps = np.array([7.0, 9.0, 12.0])
+    assert np.all(prof.delta(eps) >= _exact_gaussian_mixture(0.25, k_dist, eps, 400))
+    # eps(delta) from the tabulated inversion: the upper curve is <= delta there, and only just
+    for delta in (1e-5, 1e-6, 1e-8):
+        e = prof.epsilon(delta)
+        assert prof.delta(e) <= delta < prof.delta(e * (1 - 1e-5))
+
+
+@pytest.mark.parametrize("k_dist", [ps.Geometric(mean=6), ps.Poisson(5.0)], ids=repr)
+def test_one_prv_discretisation_dominates_the_exact_mixture_and_is_tight(k_dist):
+    """PRV's one-discretisation path on a Gaussian base, against the closed form: never below the
+    unbucketed exact mixture; within 1% in eps of the per-bucket exact computation (same buckets)."""
+    base = ps.Gaussian(2.0)
+    prv = k_mixture_profile(base, k_dist, accountant="prv")
+    assert "one discretisation" in dict(prv.metadata)["bucket_profiles"]
+    per_bucket = k_mixture_profile(base, k_dist, accountant="exact")
+    eps = np.linspace(0.5, 12.0, 47)
+    assert np.all(prv.delta(eps) >= _exact_gaussian_mixture(0.5, k_dist, eps, 600))
+    for delta in (1e-5, 1e-8):
+        ours, reference = prv.epsilon(delta), per_bucket.epsilon(delta)
+        assert reference * (1 - 1e-9) <= ours <= 1.01 * reference
+
+
+@pytest.mark.parametrize("base", [ps.Gaussian(1.0).poisson_subsample(0.2).compose(5), ps.Laplace(3.0)], ids=repr)
+def test_one_prv_discretisation_against_one_accountant_per_bucket(base):
+    """Non-Gaussian bases (subsampled: asymmetric; Laplace: atoms off the lattice). K <= 12 keeps every
+    k its own bucket, so the per-bucket PRV lower bounds are certified lower references of the true
+    mixture sum_k P[K = k] delta_k; ours must be above them and within 1% in eps of the per-bucket upper."""
+    k_dist = ps.Binomial(12, 0.5)
+    ours = k_mixture_profile(base, k_dist)
+    assert "one discretisation" in dict(ours.metadata)["bucket_profiles"]
+    # an accountant option selects one PRV build per bucket (the former computation)
+    per_bucket = k_mixture_profile(base, k_dist, accountant="prv", rel_eps_error=1.5e-3)
+    assert dict(per_bucket.metadata)["bucket_profiles"] == "prv per bucket"
+    eps = np.linspace(0.0, 6.0, 31)
+    assert np.all(ours.delta(eps) >= per_bucket.delta_bounds(eps)[0])
+    for delta in (1e-4, 1e-6):
+        lower, upper = per_bucket.epsilon_bounds(delta)
+        assert lower <= ours.epsilon(delta) <= 1.01 * upper

@@ -63,14 +63,15 @@ EPSILONS = (0.1, 1.0, 10.0)
 DELTA = 1e-6
 MEAN_K = 10.0
 THETA_BOUND = 2.0  # output perturbation's public ball (the ridge solutions here have norm ~1.5-4)
-PRIVATE = ("OPS-PTR (default)", "OPS-PTR tuned (Thm 5.2)", "OPS-PTR tuned (Liu-Talwar)", "private selection",
+PRIVATE = ("OPS-PTR (default)", "OPS-PTR tuned (default K)", "OPS-PTR tuned (Thm 5.2)", "OPS-PTR tuned (Liu-Talwar)", "private selection",
            "output perturbation", "AdaOPS", "AdaSSP", "OPS (data-independent)")
 METHODS = PRIVATE + ("non-private OLS", "trivial (0)")
-SHORT = {"OPS-PTR (default)": "PTR", "OPS-PTR tuned (Thm 5.2)": "PTR-5.2", "OPS-PTR tuned (Liu-Talwar)": "PTR-LT",
+SHORT = {"OPS-PTR (default)": "PTR", "OPS-PTR tuned (default K)": "PTR-T", "OPS-PTR tuned (Thm 5.2)": "PTR-5.2", "OPS-PTR tuned (Liu-Talwar)": "PTR-LT",
          "private selection": "Select", "output perturbation": "OutPert", "AdaOPS": "AdaOPS", "AdaSSP": "AdaSSP",
          "OPS (data-independent)": "OPS-DI", "non-private OLS": "OLS", "trivial (0)": "0"}
 STYLE = {
     "OPS-PTR (default)": dict(color=c.COLORS[6], marker="*", linestyle="-", linewidth=1.2),
+    "OPS-PTR tuned (default K)": dict(color="tab:olive", marker="h", linestyle="-", linewidth=1.4),
     "OPS-PTR tuned (Thm 5.2)": dict(color=c.COLORS[0], marker="o", **c.PROFILE),
     "OPS-PTR tuned (Liu-Talwar)": dict(color=c.COLORS[1], marker="s", **c.RDP),
     "private selection": dict(color="tab:brown", marker="P", linestyle="-", linewidth=1.6),
@@ -136,9 +137,10 @@ def estimators(eps: float, n_public: int, d: int) -> dict:
     upper bound on the number of records, the size of the distributed file)."""
     return {
         "OPS-PTR (default)": OPSPTRRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
-        "OPS-PTR tuned (Thm 5.2)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, mean_k=MEAN_K, accounting="profile",
-                                                        n_max=n_public),
-        "OPS-PTR tuned (Liu-Talwar)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, mean_k=MEAN_K,
+        "OPS-PTR tuned (default K)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
+        "OPS-PTR tuned (Thm 5.2)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, k=Geometric(mean=MEAN_K),
+                                                        accounting="profile", n_max=n_public),
+        "OPS-PTR tuned (Liu-Talwar)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, k=Geometric(mean=MEAN_K),
                                                            accounting="liu-talwar", n_max=n_public),
         "private selection": PrivateRegressorSelection(epsilon=eps, delta=DELTA, n_max=n_public),
         "output perturbation": OutputPerturbationRegressor(
@@ -159,13 +161,16 @@ def budgets(epsilons) -> list[dict]:
         eps_lt, delta_lt, delta2 = liu_talwar_run_budget(float(eps), DELTA, k)
         lt = liu_talwar_certificate(eps_lt, delta_lt, k, delta2)
         select = PrivateRegressorSelection(epsilon=float(eps), delta=DELTA).run_budget()
+        tuned = TunedOPSPTRRegressor(epsilon=float(eps), delta=DELTA).run_budget()
         rows.append({"epsilon": eps, "delta": DELTA, "mean_k": MEAN_K,
                      "profile_eps_q": prof.epsilon, "profile_delta_q": prof.delta,
                      "profile_certificate_eps": prof.certificate_epsilon,
                      "lt_eps_q": eps_lt, "lt_delta_q": delta_lt, "lt_certificate_eps": lt.epsilon,
                      "lt_certificate_delta": lt.delta, "lt_horizon": lt.horizon,
                      "selection_eps_q": select.epsilon, "selection_delta_q": select.delta,
-                     "selection_certificate_eps": select.certificate_epsilon})
+                     "selection_certificate_eps": select.certificate_epsilon,
+                     "tuned_default_k_eps_q": tuned.epsilon, "tuned_default_k_delta_q": tuned.delta,
+                     "tuned_default_k_certificate_eps": tuned.certificate_epsilon})
     return rows
 
 
@@ -262,14 +267,14 @@ def markdown_tables(rows, names, epsilons, wins) -> str:
             if not cell:
                 continue
             out.append(f"{name} (n={cell[0]['n']}, d={cell[0]['d']})\n")
-            out.append("| eps | " + " | ".join(SHORT[m] for m in METHODS) + " | ⊥ PTR/5.2/LT |")
+            out.append("| eps | " + " | ".join(SHORT[m] for m in METHODS) + " | ⊥ PTR/T/5.2/LT |")
             out.append("|---" * (len(METHODS) + 2) + "|")
             for eps in epsilons:
                 by = {r["method"]: r for r in cell if r["epsilon"] == eps}
                 best = wins[f"{protocol}:{name}@{eps:g}"]
                 vals = [f"**{by[m]['median_mse']:.4f}**" if m == best else f"{by[m]['median_mse']:.4f}"
                         for m in METHODS]
-                ref = "/".join(f"{by[m]['refused_rate']:.2f}" for m in PRIVATE[:3])
+                ref = "/".join(f"{by[m]['refused_rate']:.2f}" for m in PRIVATE[:4])
                 out.append(f"| {eps:g} | " + " | ".join(vals) + f" | {ref} |")
             out.append("")
         counts = win_counts(wins)[protocol]

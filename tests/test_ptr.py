@@ -35,6 +35,7 @@ from privselect.ptr import (
     PrivateRegressorSelection,
     TunedOPSPTRRegressor,
     analytic_gaussian_sigma,
+    default_tuning_k,
     liu_talwar_certificate,
     liu_talwar_run_budget,
     profile_run_budget,
@@ -353,7 +354,7 @@ def test_run_budgets_meet_their_targets_and_lt_needs_a_tiny_delta():
 @pytest.mark.parametrize("accounting", ["profile", "liu-talwar"])
 def test_tuned_ops_ptr_is_certified_and_deterministic(accounting):
     X, y = _regression_data(n=3000, d=3, seed=2)
-    reg = TunedOPSPTRRegressor(epsilon=3.0, delta=1e-6, mean_k=5, accounting=accounting, random_state=1)
+    reg = TunedOPSPTRRegressor(epsilon=3.0, delta=1e-6, k=ps.Geometric(mean=5), accounting=accounting, random_state=1)
     reg.fit(X, y)
     assert reg.certificate_.epsilon <= 3.0 and reg.certificate_.delta <= 1e-6
     k = ps.Geometric(mean=5)
@@ -365,7 +366,7 @@ def test_tuned_ops_ptr_is_certified_and_deterministic(accounting):
     else:
         assert "5.2" in reg.certificate_.bound and reg.certificate_.epsilon == thm52.epsilon
     assert not reg.refused_ and reg.best_params_["alpha"] in [c["alpha"] for c in reg.candidates_]
-    again = TunedOPSPTRRegressor(epsilon=3.0, delta=1e-6, mean_k=5, accounting=accounting, random_state=1).fit(X, y)
+    again = TunedOPSPTRRegressor(epsilon=3.0, delta=1e-6, k=ps.Geometric(mean=5), accounting=accounting, random_state=1).fit(X, y)
     assert np.array_equal(reg.coef_, again.coef_)
     assert reg.get_params()["random_state"] == 1
     trivial = float(np.mean(y ** 2))
@@ -374,7 +375,7 @@ def test_tuned_ops_ptr_is_certified_and_deterministic(accounting):
 
 def test_tuned_ops_ptr_grid_keeps_only_feasible_ridges():
     X, y = _regression_data(n=200)
-    reg = TunedOPSPTRRegressor(epsilon=1.0, mean_k=3, alphas=(1.0, 1e4), random_state=0)
+    reg = TunedOPSPTRRegressor(epsilon=1.0, k=ps.Geometric(mean=3), alphas=(1.0, 1e4), random_state=0)
     assert reg.candidates(3) == [{"alpha": 1e4}]  # alpha = 1 is below the mu floor at eps_Q ~ 0.3
     reg.fit(X, y)
     assert reg.best_params_["alpha"] == 1e4 and not reg.refused_
@@ -384,13 +385,29 @@ def test_tuned_ops_ptr_grid_keeps_only_feasible_ridges():
         TunedOPSPTRRegressor(accounting="rdp").fit(X, y)
     with pytest.raises(ValueError, match="alphas"):
         TunedOPSPTRRegressor(alphas=(-1.0,)).fit(X, y)
+    with pytest.raises(TypeError, match="k must be a distribution"):
+        TunedOPSPTRRegressor(k=10).fit(X, y)
+    with pytest.raises(ValueError, match="Geometric"):  # Liu-Talwar's bound is for a geometric K only
+        TunedOPSPTRRegressor(k=ps.Logarithmic(mean=3), accounting="liu-talwar").fit(X, y)
+
+
+def test_tuned_ops_ptr_default_k_law():
+    """Default K (Thm 5.2): TNB(eta=-0.8, E[K]=2), P(K=1) = 0.81; Thm 5.2 then costs ~ (eta + 2) eps_Q = 1.2 eps_Q."""
+    k = default_tuning_k()
+    assert k.eta == -0.8 and k.mean == pytest.approx(2.0)
+    assert float(np.exp(k.log_pmf(np.array([1])))[0]) == pytest.approx(0.81, abs=0.01)
+    budget = TunedOPSPTRRegressor(epsilon=1.0).run_budget()
+    # KRW Thm 5.2 with a flat (eps_Q, delta_Q) point: eps = eps_Q + (eta + 1) log(e^eps_Q + ...) ~ 1.2 eps_Q
+    assert budget.epsilon == pytest.approx(1.0 / 1.2, rel=2e-3) and budget.certificate_epsilon <= 1.0
+    assert budget.delta == pytest.approx(1e-6 / 4)  # delta_Q = delta / (2 E[K])
+    assert TunedOPSPTRRegressor(accounting="liu-talwar")._k() == ps.Geometric(mean=10)
 
 
 # ----------------------------------------------------------------------------------------
 # scikit-learn estimator checks
 # ----------------------------------------------------------------------------------------
 
-ESTIMATORS = [OPSRegressor(), OPSPTRRegressor(), TunedOPSPTRRegressor(mean_k=3), OutputPerturbationRegressor(),
+ESTIMATORS = [OPSRegressor(), OPSPTRRegressor(), TunedOPSPTRRegressor(k=ps.Geometric(mean=3)), OutputPerturbationRegressor(),
               PrivateRegressorSelection(k=ps.Geometric(mean=2)),
               OutputPerturbationRegressor(delta=None), AdaSSPRegressor(), AdaOPSRegressor(), NonPrivateRidge()]
 
@@ -482,7 +499,7 @@ def test_old_import_paths_are_the_apps_modules():
     assert type(pickle.loads(pickle.dumps(Old(epsilon=2.0)))) is apps_ptr.OPSPTRRegressor
 
 
-@pytest.mark.parametrize("make", [lambda: TunedOPSPTRRegressor(epsilon=1.0, mean_k=3, alphas=(50.0, 1e4)),
+@pytest.mark.parametrize("make", [lambda: TunedOPSPTRRegressor(epsilon=1.0, k=ps.Geometric(mean=3), alphas=(50.0, 1e4)),
                                   lambda: PrivateRegressorSelection(epsilon=1.0, k=ps.Geometric(mean=3))])
 def test_tuned_regressors_release_only_the_winner(make, capsys):
     """What leaves the tuned estimators: no randomness state (a released generator or seed lets anyone

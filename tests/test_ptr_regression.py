@@ -21,6 +21,7 @@ from privselect.ptr import (
     PrivateRegressorSelection,
     RefusalWarning,
     TunedOPSPTRRegressor,
+    default_tuning_k,
 )
 from tests.support import UCI_DIR
 
@@ -92,17 +93,23 @@ def test_tuned_and_selection_estimators_at_eps_1(elevators):
     assert selection[0].certificate_.epsilon == cert.epsilon <= 1.0
 
     tuned = [TunedOPSPTRRegressor(epsilon=1.0, random_state=s).fit(Xtr, ytr) for s in seeds]
-    cert = ps.certify(tuned[0].run_privacy_, ps.Geometric(mean=10), 1e-6)
+    cert = ps.certify(tuned[0].run_privacy_, default_tuning_k(), 1e-6)
     assert tuned[0].certificate_.epsilon == cert.epsilon <= 1.0
     assert not any(f.refused_ for f in tuned)
     tuned_mse = np.median([_mse(f, Xte, yte) for f in tuned])
-    # Tuned OPS-PTR does NOT reach AdaSSP here (docs/regression.md): each run has eps_Q ~ eps/3 and OPS's
-    # posterior noise dominates. What tuning does deliver: it matches the best fixed ridge of its grid at the
-    # same per-run budget (an oracle choice made non-privately on the test set).
+    # Must-show 3 is NOT met for tuned OPS-PTR, and cannot be on this split (docs/regression.md, Sec. 4): even ONE
+    # OPS-PTR run given all of eps = 1 (no tuning cost) with its ridge picked on the test set stays above
+    # 1.10 x AdaSSP (1.32 x on these seeds, 1.21 x over 20): the norm release's margin and the ridge that OPS's
+    # leverage term forces cost more than AdaSSP's noise. Checked here, then the measured bound for the default:
+    untuned_oracle = min(np.median([_mse(OPSPTRRegressor(epsilon=1.0, alpha=a, random_state=s).fit(Xtr, ytr), Xte, yte)
+                                    for s in seeds]) for a in (100.0, 130.0, 170.0, 220.0))
+    assert untuned_oracle > 1.10 * adassp
+    assert tuned_mse <= 1.50 * adassp  # measured 1.42 x on these 6 seeds, 1.37 x over 20 (was 1.86 x with Geometric(10))
+    # and tuning does its job: it matches the best fixed ridge of its grid at the same per-run budget (an oracle
+    # choice made non-privately on the test set)
     budget = tuned[0].run_budget_
     grid = [c["alpha"] for c in tuned[0].candidates_]
     oracle = min(np.median([_mse(OPSPTRRegressor(epsilon=budget.ptr_epsilon, delta=budget.delta, alpha=a,
                                                  random_state=s).fit(Xtr, ytr), Xte, yte) for s in seeds])
                  for a in grid)
     assert tuned_mse <= 1.10 * oracle
-    assert tuned_mse > 1.10 * adassp  # the measured gap (1.9x on this split), kept visible

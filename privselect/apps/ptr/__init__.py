@@ -31,6 +31,7 @@ from .tuning import (
     LiuTalwarCertificate,
     RunBudget,
     TunedOPSPTRRegressor,
+    default_tuning_k,
     liu_talwar_certificate,
     liu_talwar_run_budget,
     profile_run_budget,
@@ -45,6 +46,6 @@ __all__ = [
     "OPSPTR", "OPSRegressor", "OPSPTRRegressor", "RefusalWarning", "balanced_alpha", "default_ops_ptr_alpha",
     "OutputPerturbationRegressor", "AdaSSPRegressor", "AdaOPSRegressor", "NonPrivateRidge", "output_perturbation_alpha",
     "TunedOPSPTRRegressor", "PrivateRegressorSelection", "RunBudget", "profile_run_budget", "selection_run_budget", "liu_talwar_run_budget", "LiuTalwarCertificate",
-    "liu_talwar_certificate",
+    "liu_talwar_certificate", "default_tuning_k",
     "load_uci", "read_numeric_table", "UCI_DATASETS",
 ]

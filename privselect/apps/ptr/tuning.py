@@ -30,14 +30,14 @@ from sklearn.base import clone
 
 from ... import _validation as check
 from ...mechanisms import ApproxDP, Laplace, compose
-from ...selection import Geometric, TruncatedNegativeBinomial, certify
+from ...selection import Geometric, KDistribution, TruncatedNegativeBinomial, certify
 from ...selection.certificate import Certificate
 from ...space import Choice
 from ...tuning import PrivateTuner
 from .regression import MODES, OPSPTRRegressor, PrivateLinearRegressor
 
 __all__ = ["LiuTalwarCertificate", "liu_talwar_certificate", "liu_talwar_run_budget", "RunBudget", "run_mechanism",
-           "selection_run_budget", "profile_run_budget", "ops_ptr_candidates", "clipped_squared_error",
+           "selection_run_budget", "profile_run_budget", "default_tuning_k", "DEFAULT_ALPHA_SCALES", "ops_ptr_candidates", "clipped_squared_error",
            "TunedOPSPTRRegressor", "ACCOUNTINGS"]
 
 ACCOUNTINGS = ("profile", "liu-talwar")
@@ -202,9 +202,9 @@ def profile_run_budget(epsilon: float, delta: float, mean_k: float, score_fracti
     return selection_run_budget(epsilon, delta, Geometric(mean=float(mean_k)), score_fraction)
 
 
-def _liu_talwar_budget(epsilon: float, delta: float, mean_k: float, score_fraction: float) -> RunBudget:
+def _liu_talwar_budget(epsilon: float, delta: float, k, score_fraction: float) -> RunBudget:
     f = check.open_unit("score_fraction", score_fraction)
-    k = Geometric(mean=mean_k)
+    mean_k = float(k.mean)
     eps_q, delta_q, delta2 = liu_talwar_run_budget(epsilon, delta, k)
     cert = liu_talwar_certificate(eps_q, delta_q, k, delta2)
     return RunBudget("liu-talwar", eps_q, delta_q, (1 - f) * eps_q, f * eps_q, float(mean_k), cert.epsilon, cert.delta)
@@ -216,8 +216,23 @@ def _liu_talwar_budget(epsilon: float, delta: float, mean_k: float, score_fracti
 
 #: Default ridge grid of the tuned estimator, as multiples of OPS-PTR's default ridge
 #: ([`default_ops_ptr_alpha`][privselect.apps.ptr.regression.default_ops_ptr_alpha] at the run's budget); those below
-#: the mu floor are dropped.
-DEFAULT_ALPHA_SCALES = (0.5, 1.0, 2.0, 4.0, 8.0)
+#: the mu floor are dropped. Narrow on purpose: with gamma solved per run the ridge is the only
+#: thing tuned, and on elevators (Wang's protocol, eps = 1) the best fixed ridge lies in 1-3 x the
+#: default rule; the former 0.5-8 x grid gave a median MSE 1.60 x AdaSSP's, this one 1.34 x
+#: (docs/regression.md, Sec. 4).
+DEFAULT_ALPHA_SCALES = (1.0, 1.5, 2.0, 3.0)
+
+
+def default_tuning_k() -> TruncatedNegativeBinomial:
+    """The default law of K for KRW Thm 5.2 accounting: truncated negative binomial, eta = -0.8, E[K] = 2.
+
+    KRW Thm 5.2 charges about (eta + 2) eps_Q for an (eps_Q, delta_Q)-DP run, so eta = -0.8 leaves
+    each run eps_Q ~ eps / 1.2 (geometric: eps / 3; logarithmic: eps / 2). The price is little
+    search: P(K = 1) = 0.81. OPS-PTR is noise-limited per run, so on the measured data this is
+    the best trade (elevators, eps = 1: median MSE 1.34 x AdaSSP's against 1.86 x with
+    Geometric(10), 1.62 x with Logarithmic(10); docs/regression.md, Sec. 4).
+    """
+    return TruncatedNegativeBinomial(-0.8, mean=2.0)
 
 
 def ops_ptr_candidates(template: OPSPTRRegressor, alphas) -> list[dict]:
@@ -280,15 +295,23 @@ def tuner_seed(random_state) -> int | None:
 class TunedOPSPTRRegressor(PrivateLinearRegressor):
     """OPS-PTR with its ridge tuned privately (KRW Sec. 6.1): (epsilon, delta)-DP overall.
 
-    K ~ Geometric(mean=``mean_k``) runs of [`OPSPTRRegressor`][privselect.apps.ptr.regression.OPSPTRRegressor], each
+    K ~ ``k`` runs of [`OPSPTRRegressor`][privselect.apps.ptr.regression.OPSPTRRegressor], each
     with a ridge drawn uniformly from a data-independent grid (``alphas`` in units of B_x^2, or by
     default `DEFAULT_ALPHA_SCALES` times OPS-PTR's default ridge at the run's budget) and
     with gamma solved from that run's released bounds (``gamma="auto"``), scored by the noisy
     clipped sum of squared errors; only the best run is released
     ([`PrivateTuner`][privselect.tuning.PrivateTuner]).
 
+    ``k`` is the law of K (data-independent). The default for Thm 5.2 accounting is
+    [`default_tuning_k`][privselect.apps.ptr.tuning.default_tuning_k], a truncated negative binomial with eta = -0.8 and E[K] = 2: Thm 5.2
+    then charges about 1.2 eps_Q, so each run keeps eps_Q ~ eps/1.2, at the price of little search
+    (P(K = 1) = 0.81). Pass ``k=ps.Logarithmic(mean=10)`` (about 2 eps_Q) or
+    ``ps.Geometric(mean=10)`` (about 3 eps_Q, KRW Sec. 6.1) for a wider search; Liu-Talwar
+    accounting needs a geometric K (default Geometric(mean=10)).
+
     ``accounting="profile"`` calibrates the per-run budget with KRW Thm 5.2
-    ([`profile_run_budget`][privselect.apps.ptr.tuning.profile_run_budget]); ``"liu-talwar"`` with Liu & Talwar's bound
+    ([`selection_run_budget`][privselect.apps.ptr.tuning.selection_run_budget]: the largest eps_Q whose certificate meets
+    (epsilon, delta)); ``"liu-talwar"`` with Liu & Talwar's bound
     ([`liu_talwar_run_budget`][privselect.apps.ptr.tuning.liu_talwar_run_budget]). Either way the released model is (epsilon, delta)-DP, and
     ``certificate_`` is the certificate of the accounting in use (a
     [`Certificate`][privselect.selection.certify.Certificate] for "profile", a [`LiuTalwarCertificate`][privselect.apps.ptr.tuning.LiuTalwarCertificate] for
@@ -307,14 +330,14 @@ class TunedOPSPTRRegressor(PrivateLinearRegressor):
     ``certificate_`` and ``candidates_`` (the grid used).
     """
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, mean_k: float = 10.0,
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, k: KDistribution | None = None,
                  accounting: str = "profile", alphas: tuple | None = None, eigen_fraction: float = 0.0,
                  norm_fraction: float = 0.3, score_fraction: float = 0.1, score_clip: float = 1.0,
                  n_max: int | None = None, x_bound: float = 1.0, y_bound: float = 1.0, mode: str = "exact",
                  random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
-        self.mean_k = mean_k
+        self.k = k
         self.accounting = accounting
         self.alphas = alphas
         self.eigen_fraction = eigen_fraction
@@ -332,13 +355,20 @@ class TunedOPSPTRRegressor(PrivateLinearRegressor):
         self._check_common()
         if self.accounting not in ACCOUNTINGS:
             raise ValueError(f"accounting must be one of {ACCOUNTINGS}, got {self.accounting!r}")
-        mean_k = check.positive("mean_k", self.mean_k)
-        if not mean_k > 1:
-            raise ValueError(f"mean_k must be > 1, got {self.mean_k!r}")
+        k = self._k()
         if self.accounting == "profile":
-            return profile_run_budget(float(self.epsilon), float(self.delta), float(mean_k),
-                                      float(self.score_fraction))
-        return _liu_talwar_budget(float(self.epsilon), float(self.delta), float(mean_k), float(self.score_fraction))
+            return selection_run_budget(float(self.epsilon), float(self.delta), k, float(self.score_fraction))
+        return _liu_talwar_budget(float(self.epsilon), float(self.delta), k, float(self.score_fraction))
+
+    def _k(self) -> KDistribution:
+        """``k``, or the default: [`default_tuning_k`][privselect.apps.ptr.tuning.default_tuning_k] (Thm 5.2), Geometric(mean=10) (Liu-Talwar)."""
+        if self.k is None:
+            return default_tuning_k() if self.accounting == "profile" else Geometric(mean=10.0)
+        if not isinstance(self.k, KDistribution):
+            raise TypeError(f"k must be a distribution of K (e.g. ps.Geometric(mean=10)), got {type(self.k).__name__}")
+        if self.accounting == "liu-talwar":
+            _geometric_gamma(self.k)
+        return self.k
 
     def _template(self, budget: RunBudget) -> OPSPTRRegressor:
         return OPSPTRRegressor(epsilon=budget.ptr_epsilon, delta=budget.delta, gamma="auto",
@@ -376,7 +406,7 @@ class TunedOPSPTRRegressor(PrivateLinearRegressor):
         template = self._template(budget)
         score_noise = Laplace(1.0 / budget.score_epsilon, sensitivity=clip)
         run_privacy = compose(template.privacy, score_noise)
-        k = Geometric(mean=budget.mean_k)
+        k = self._k()
         tuner = PrivateTuner(_Trainer(template, clip), {"proposal": Choice(candidates)}, privacy=template.privacy,
                              k=k, delta=self.delta, direction="minimize", seed=tuner_seed(self.random_state),
                              backend="sequential", score_noise=score_noise)

@@ -45,7 +45,7 @@ def _exact_gaussian_mixture(mu, k_dist, eps, k_max):
 
 
 def test_53_buckets_come_from_one_closed_form_for_gaussian_bases():
-    from privselect.selection.mixture import _buckets
+    from privselect.selection.bounds.mixture import _buckets
 
     k_dist = ps.Geometric(mean=10)
     assert len(_buckets(k_dist, 1e-12, 1.1)[0]) == 53

@@ -123,3 +123,57 @@ def test_selection_profile_of_a_mechanism_uses_the_accountant():
 def test_bad_k_distribution_type():
     with pytest.raises(TypeError, match="distribution"):
         selection_profile(ps.gdp_profile(1.0), 10)
+
+
+# -- the one table of bounds by K law (issue 14 Build 7, issue 17 item 5) ----------------------------
+
+
+def test_the_bounds_table_names_each_theorem_once_per_law():
+    from privselect.selection.bounds import registered_bounds
+
+    assert registered_bounds() == {
+        ("TruncatedNegativeBinomial", "profile"): "Koskela-Redberg-Wang 2024, Thm 5.2",
+        ("Binomial", "profile"): "Koskela-Redberg-Wang 2024, Thm 5.7",
+        ("Poisson", "profile"): "Koskela-Redberg-Wang 2024, Cor. 5.8",
+        ("TruncatedNegativeBinomial", "rdp"): "Papernot-Steinke 2022 (KRW Thm 5.1)",
+        ("Poisson", "rdp"): "Papernot-Steinke 2022 (KRW Thm 5.6)",
+        ("TruncatedNegativeBinomial", "cor62"): "Koskela-Redberg-Wang 2024, Cor. 6.2",
+        ("KDistribution", "mixture"): "mixture of k-fold compositions (K released; joint convexity)",
+    }
+
+
+def test_laws_inherit_their_bounds_and_certify_reads_the_theorem_from_the_table():
+    from privselect.selection.bounds import law_bound, unsupported_reason
+
+    for k in (ps.Geometric(10), ps.Logarithmic(10), ps.TruncatedNegativeBinomial(0.5, mean=10)):
+        assert law_bound(k, "profile").theorem.endswith("Thm 5.2") and law_bound(k, "profile").every_eps
+        assert unsupported_reason(k, "cor62") is None
+    assert law_bound(ps.Poisson(3.0), "profile").every_eps is False  # Cor. 5.8 is stated for eps > 0
+    assert "no rdp bound for K ~ Binomial" in unsupported_reason(ps.Binomial(10, 0.5), "rdp")
+    assert "mean >= 1" in unsupported_reason(ps.Poisson(0.5), "rdp")
+    assert "no cor62 bound for K ~ Poisson" in unsupported_reason(ps.Poisson(3.0), "cor62")
+    assert "distribution of K" in unsupported_reason(10, "profile")
+    cert = ps.certify(ps.Gaussian(2.0), ps.Poisson(4.0), 1e-6, bound="rdp", accountant="exact")
+    assert cert.bound == "Papernot-Steinke 2022 (KRW Thm 5.6)"
+    cert = ps.certify(ps.Gaussian(2.0), ps.Binomial(10, 0.4), 1e-6, accountant="exact")
+    assert cert.bound.endswith("Thm 5.7") and any("no rdp bound for K ~ Binomial" in n for n in cert.notes)
+    with pytest.raises(ValueError, match="no rdp bound"):
+        ps.certify(ps.Gaussian(2.0), ps.Binomial(10, 0.4), 1e-6, bound="rdp")
+    from privselect.selection.calibrate import cor62_thresholds
+
+    with pytest.raises(TypeError, match="Cor. 6.2"):
+        cor62_thresholds(1.0, 1e-6, ps.Poisson(3.0))
+
+
+def test_a_bound_is_registered_once_and_old_import_paths_still_work():
+    from privselect.selection import bounds, calibrate, hyperparameter, mixture, rdp_bounds
+
+    with pytest.raises(ValueError, match="already registered"):
+        bounds.register_bound(ps.Poisson, "profile", "again")(lambda *a: None)
+    with pytest.raises(TypeError, match="KDistribution class"):
+        bounds.register_bound(int, "profile", "no law")
+    assert rdp_bounds.selection_rdp_curve is bounds.rdp.selection_rdp_curve
+    assert mixture.k_mixture_profile is bounds.mixture.k_mixture_profile
+    assert hyperparameter.certify_hyperparameter_mixture is bounds.cor62.certify_hyperparameter_mixture
+    assert calibrate.cor62_thresholds is bounds.cor62.cor62_thresholds
+    assert bounds.selection_profile is bounds.profile.selection_profile

@@ -32,7 +32,7 @@ samplers (TPE, GP, CMA-ES, NSGA, ...) condition on past values; both are refused
 ``adaptive=True``, which certifies the search as what it then is, K adaptively chosen runs
 with K independent of the data (sequential backend only):
 
-    delta(eps) <= sum_k P[K = k] delta_k(eps)        (privselect.selection.mixture)
+    delta(eps) <= sum_k P[K = k] delta_k(eps)        (privselect.selection.bounds.mixture)
 
 Proof: given K = k, the transcript of an adaptive search is an adaptive composition of k
 runs, so its profile is at most delta_k. K has the same law on both neighbours, so the output

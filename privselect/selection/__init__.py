@@ -1,11 +1,10 @@
 """Selection: distributions of K, privacy-profile and RDP bounds, certificates, calibration, RNM."""
 
-from .bounds import SelectionShift, selection_profile, selection_shift
+from .bounds import SelectionShift, rdp_selection_epsilon, selection_profile, selection_rdp_curve, selection_shift
 from .calibrate import Cor62Thresholds, cor62_thresholds, largest_mean, meets_thresholds, smallest_noise_multiplier
 from .certify import Certificate, certify
 from .distributions import (Binomial, Geometric, KDistribution, Logarithmic, Poisson, TruncatedNegativeBinomial,
                             k_from_dict)
-from .rdp_bounds import rdp_selection_epsilon, selection_rdp_curve
 from .rnm import report_noisy_max, rnm_epsilon_closed_form, rnm_profile, rnm_rdp_epsilon
 
 __all__ = [

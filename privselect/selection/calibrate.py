@@ -4,9 +4,10 @@
   target (eps, delta).
 * [`smallest_noise_multiplier`][privselect.selection.calibrate.smallest_noise_multiplier]: the smallest DP-SGD noise multiplier (Poisson rate q,
   T steps) such that the whole tuning meets (eps, delta).
-* [`cor62_thresholds`][privselect.selection.calibrate.cor62_thresholds] and [`meets_thresholds`][privselect.selection.calibrate.meets_thresholds]: KRW Cor. 6.2 point-wise thresholds
+* [`cor62_thresholds`][privselect.selection.bounds.cor62.cor62_thresholds] and [`meets_thresholds`][privselect.selection.bounds.cor62.meets_thresholds]: KRW Cor. 6.2 point-wise thresholds
   (eps_1, delta_1) and (eps_hat, delta/m) that every candidate must meet when
-  hyperparameters change the privacy of a run (e.g. tuning sigma with T adjusted).
+  hyperparameters change the privacy of a run (e.g. tuning sigma with T adjusted); they live with
+  the Cor. 6.2 bound in [`privselect.selection.bounds.cor62`][privselect.selection.bounds.cor62] and are re-exported here.
 
 Root finding is Brent's method (``scipy.optimize.brentq``) on a bracket found by doubling;
 the answer is always the end of the final bracket on the safe side (its certificate meets
@@ -16,18 +17,17 @@ the target), never the midpoint.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
 from scipy import optimize
 
 from .. import _validation as check
 from ..accounting import privacy_profile
-from ..accounting.profile import CertificationError, PrivacyProfile, gaussian_delta, gaussian_epsilon
+from ..accounting.profile import CertificationError, PrivacyProfile
 from ..mechanisms import Gaussian, Mechanism
+from .bounds.cor62 import Cor62Thresholds, cor62_thresholds, meets_thresholds
 from .certificate import certify
-from .distributions import Geometric, KDistribution, TruncatedNegativeBinomial
+from .distributions import Geometric, KDistribution
 
 __all__ = [
     "largest_mean",
@@ -126,63 +126,3 @@ def smallest_noise_multiplier(rate: float, steps: int, target_epsilon: float, de
     while excess(s) > 0:
         s = min(hi, s * (1 + rtol))
     return s
-
-
-@dataclass(frozen=True)
-class Cor62Thresholds:
-    """KRW Cor. 6.2: a base run that is (eps1, delta1)-DP and (eps_hat, delta_hat)-DP makes the
-    selection (epsilon, delta)-DP, with epsilon = eps_hat + (eta+1) log(e^eps1 + (1-gamma)/gamma delta1)."""
-
-    eps1: float
-    delta1: float
-    eps_hat: float
-    delta_hat: float
-    epsilon: float
-    delta: float
-    k: TruncatedNegativeBinomial
-    reference_mu: float
-
-
-#: Search range of the reference Gaussian's mu in [`cor62_thresholds`][privselect.selection.calibrate.cor62_thresholds].
-_REFERENCE_MU_RANGE = (1e-6, 100.0)
-
-
-def cor62_thresholds(eps_q: float, delta: float, k: TruncatedNegativeBinomial, *, delta_q: float | None = None) -> Cor62Thresholds:
-    """Thresholds of KRW Sec. 6.2 from a Gaussian reference profile calibrated to (eps_q, delta_q).
-
-    The reference Gaussian mechanism is (eps_q, delta_q)-DP (delta_q defaults to delta); eps1
-    minimises log(e^eps + (1-gamma)/gamma delta_Q(eps)), delta1 = delta_Q(eps1), and eps_hat
-    is the reference's eps at delta/m. The guarantee holds for ANY candidate meeting both
-    thresholds (and for random mixtures of such candidates), whatever its real profile.
-    """
-    if not isinstance(k, TruncatedNegativeBinomial):
-        raise TypeError("Cor. 6.2 is stated for truncated negative binomial K")
-    eps_q = check.positive("eps_q", eps_q)
-    delta = check.delta_scalar("delta", delta)
-    delta_q = delta if delta_q is None else check.delta_scalar("delta_q", delta_q)
-    # mu of the Gaussian that is exactly (eps_q, delta_q)-DP: delta_mu(eps_q) increases in mu.
-    gap = lambda mu: float(gaussian_delta(eps_q, mu)) - delta_q  # noqa: E731
-    mu_lo, mu_hi = _REFERENCE_MU_RANGE
-    if not (gap(mu_lo) < 0 < gap(mu_hi)):  # (also False on NaN)
-        raise ValueError(f"eps_q={eps_q:g} and delta_q={delta_q:g}: no reference Gaussian with mu in "
-                         f"[{mu_lo:g}, {mu_hi:g}] is exactly (eps_q, delta_q)-DP (the pair is outside the range "
-                         "this reference covers)")
-    mu = optimize.brentq(gap, mu_lo, mu_hi, xtol=1e-14)
-    c = (1 - k.gamma) / k.gamma
-    grid = np.linspace(0.0, max(4 * eps_q, 10.0), 40001)
-    objective = np.logaddexp(grid, math.log(c) + np.log(np.maximum(gaussian_delta(grid, mu), 1e-320)))
-    i = int(np.argmin(objective))
-    eps1, delta1 = float(grid[i]), float(gaussian_delta(grid[i], mu))
-    m = k.mean
-    delta_hat = delta / m
-    eps_hat = max(float(gaussian_epsilon(delta_hat, mu)), 0.0)
-    epsilon = eps_hat + (k.eta + 1) * math.log(math.exp(eps1) + c * delta1)
-    return Cor62Thresholds(eps1=eps1, delta1=delta1, eps_hat=eps_hat, delta_hat=delta_hat, epsilon=epsilon,
-                           delta=delta, k=k, reference_mu=mu)
-
-
-def meets_thresholds(candidate: Mechanism | PrivacyProfile, thresholds: Cor62Thresholds, **accountant_options) -> bool:
-    """True if the candidate's certified profile is below both Cor. 6.2 thresholds."""
-    profile = privacy_profile(candidate, **accountant_options)
-    d = profile.delta(np.array([thresholds.eps1, thresholds.eps_hat]))
-    return bool(d[0] <= thresholds.delta1 and d[1] <= thresholds.delta_hat)

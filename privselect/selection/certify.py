@@ -1,7 +1,8 @@
 """Certificates for "run the base mechanism K times, release the best".
 
 [`certify`][privselect.selection.certify.certify] computes every valid bound that applies (the privacy-profile family of
-Koskela, Redberg, Wang 2024 and the RDP family of Papernot, Steinke 2022) and returns a
+Koskela, Redberg, Wang 2024 and the RDP family of Papernot, Steinke 2022; which theorem serves which
+K law is the bounds table, [`privselect.selection.bounds.registry`][privselect.selection.bounds.registry]) and returns a
 frozen [`Certificate`][privselect.selection.certify.Certificate] carrying the smallest epsilon, the bound that gave it, the
 alternatives, the K distribution, the base mechanism, the accountant's error budget and
 the library version. Certificates are data: ``to_dict()`` / ``to_json()``; nothing prints.
@@ -19,10 +20,9 @@ from ..accounting import privacy_profile
 from ..accounting.average import HyperparameterMixture
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
 from ..mechanisms import Mechanism, NeighbouringRelation, mechanism_from_dict
-from .bounds import selection_profile
+from .bounds import (certify_hyperparameter_mixture, law_bound, rdp_selection_epsilon, selection_profile,
+                     supports_rdp_selection, unsupported_reason)
 from .distributions import KDistribution, k_from_dict
-from .hyperparameter import certify_hyperparameter_mixture
-from .rdp_bounds import rdp_selection_epsilon, supports_rdp_selection
 
 __all__ = ["Certificate", "certify", "FAMILIES", "RELEASE_ALL"]
 
@@ -142,7 +142,7 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
 
     ``bound=None`` tries every family that applies; ``"profile"`` or ``"rdp"`` forces one
     (and raises if it does not apply). ``bound="mixture"`` certifies a different release: K and
-    every run are released (the K-mixture bound, [`privselect.selection.mixture`][privselect.selection.mixture]).
+    every run are released (the K-mixture bound, [`privselect.selection.bounds.mixture`][privselect.selection.bounds.mixture]).
     ``accountant`` (default ``"auto"``) and its options build the base profile when ``base`` is a
     mechanism description; the certificate names the accountant that gave the answer. A [`HyperparameterMixture`][privselect.selection.certify.HyperparameterMixture] (the law of a
     run's mechanism when hyperparameters change the privacy) is certified by the smaller of the
@@ -159,7 +159,7 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
         raise ValueError(f"bound must be one of {FAMILIES + (RELEASE_ALL,)} or None, got {method!r}")
     if method == RELEASE_ALL:
         return _k_released_certificate(base, k, delta, accountant, accountant_options)
-    if isinstance(base, HyperparameterMixture):  # hyperparameter-dependent privacy (selection/hyperparameter.py)
+    if isinstance(base, HyperparameterMixture):  # hyperparameter-dependent privacy (bounds/cor62.py)
         return certify_hyperparameter_mixture(base, k, delta, base_epsilon=base_epsilon, accountant=accountant,
                                               **accountant_options)
     mechanism = base.mechanism if isinstance(base, PrivacyProfile) else base
@@ -169,7 +169,12 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
     budget = ErrorBudget()
     accountant_name = accountant
 
-    if "profile" in families:
+    profile_reason = unsupported_reason(k, "profile")
+    if "profile" in families and profile_reason is not None:
+        if method == "profile":
+            raise ValueError(f"bound='profile' does not apply: {profile_reason}")
+        notes.append(f"profile: {profile_reason}")
+    elif "profile" in families:
         try:
             base_profile = privacy_profile(base, accountant=accountant, **accountant_options)
             sel = selection_profile(base_profile, k)
@@ -194,8 +199,7 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
     if "rdp" in families:
         reason = supports_rdp_selection(mechanism, k)
         if reason is None:
-            theorem = "Papernot-Steinke 2022 (KRW Thm 5.1)" if k.min_k == 1 else "Papernot-Steinke 2022 (KRW Thm 5.6)"
-            results["rdp"] = (rdp_selection_epsilon(mechanism, k, delta), theorem)
+            results["rdp"] = (rdp_selection_epsilon(mechanism, k, delta), law_bound(k, "rdp").theorem)
         elif method == "rdp":
             raise ValueError(f"bound='rdp' does not apply: {reason}")
         else:
@@ -227,12 +231,10 @@ def _answering_accountant(profile: PrivacyProfile, delta: float) -> str:
 
 def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, accountant: str,
                             options: dict[str, Any]) -> Certificate:
-    """K runs with everything released: the K-mixture bound (joint convexity; [`mixture`][privselect.selection.mixture])."""
-    from .mixture import k_mixture_profile
-
-    profile = k_mixture_profile(base, k, accountant=accountant, **options)
+    """K runs with everything released: the K-mixture bound (joint convexity; [`mixture`][privselect.selection.bounds.mixture])."""
+    entry = law_bound(k, RELEASE_ALL)
+    profile = entry.rule(base, k, accountant=accountant, **options)
     epsilon = float(profile.epsilon(delta))
-    return Certificate(epsilon=epsilon, delta=delta, method=RELEASE_ALL,
-                       bound="mixture of k-fold compositions (K released; joint convexity)",
+    return Certificate(epsilon=epsilon, delta=delta, method=RELEASE_ALL, bound=entry.theorem,
                        alternatives={RELEASE_ALL: epsilon}, k=k, base=base, accountant=accountant,
-                       error_budget=profile.error_budget)
+                       error_budget=profile.error_budget, notes=(f"buckets: {dict(profile.metadata)['bucket_profiles']}",))

@@ -33,10 +33,9 @@ from ..accounting import get_accountant, privacy_profile, rdp
 from ..accounting.dominating import PoissonSplit, ProfileMechanism
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
 from ..mechanisms import Mechanism, compose
-from .bounds import selection_profile
+from .bounds import selection_profile, selection_rdp_curve, supports_rdp_selection
 from .certificate import Certificate
 from .distributions import KDistribution
-from .rdp_bounds import selection_rdp_curve, supports_rdp_selection
 
 __all__ = ["pipeline_mechanism", "pipeline_profile", "pipeline_rdp_epsilon", "certify_pipeline",
            "poisson_subsampled_rdp"]

@@ -88,13 +88,12 @@ class RunPrivacy:
                 raise ValueError("reveal_k=True composes the base run: privacy must be a Mechanism")
             return k_released_certificate(base, k, delta, accountant, options)
         if base is None:  # continuous privacy hyperparameters: Cor. 6.2 at base_epsilon, candidates checked at run
-            from ..selection.calibrate import cor62_thresholds
-            from ..selection.distributions import TruncatedNegativeBinomial
-            from ..selection.hyperparameter import cor62_certificate
+            from ..selection.bounds import cor62_certificate, cor62_thresholds, unsupported_reason
 
-            if not isinstance(k, TruncatedNegativeBinomial):
-                raise ValueError("KRW Cor. 6.2 needs a truncated negative binomial K (Geometric, Logarithmic, "
-                                 "TruncatedNegativeBinomial)")
+            reason = unsupported_reason(k, "cor62")
+            if reason is not None:
+                raise ValueError(f"KRW Cor. 6.2 needs a truncated negative binomial K (Geometric, Logarithmic, "
+                                 f"TruncatedNegativeBinomial): {reason}")
             return cor62_certificate(cor62_thresholds(self.base_epsilon, delta, k), k, "candidates checked at run",
                                      accountant, (self.continuous_reason,))
         if isinstance(base, PrivacyProfile):
@@ -142,14 +141,6 @@ class _Cor62Check:
 
 def k_released_certificate(base: Mechanism, k: KDistribution, delta: float, accountant: str,
                            options: dict[str, Any]) -> Certificate:
-    """Certificate when K is released: the K-mixture bound ([`privselect.selection.mixture`][privselect.selection.mixture]).
-
-    Kept here until ``certify`` grows a K-released entry (helper acct, issue 14).
-    """
-    from ..selection.mixture import k_mixture_profile
-
-    profile = k_mixture_profile(base, k, accountant=accountant, **options)
-    epsilon = float(profile.epsilon(delta))
-    return Certificate(epsilon=epsilon, delta=delta, method="mixture",
-                       bound="mixture of k-fold compositions (K released)", alternatives={"mixture": epsilon}, k=k,
-                       base=repr(base), accountant=accountant, error_budget=profile.error_budget)
+    """Certificate when K is released: ``certify(..., bound="mixture")`` (the K-mixture bound,
+    [`privselect.selection.bounds.mixture`][privselect.selection.bounds.mixture])."""
+    return certify(base, k, delta, bound="mixture", accountant=accountant, **options)

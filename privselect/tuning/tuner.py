@@ -26,7 +26,6 @@ from typing import Any, Callable
 from .. import _validation as check
 from ..accounting.profile import PrivacyProfile
 from ..mechanisms import Gaussian, Laplace, Mechanism
-from ..selection import Binomial, Poisson, TruncatedNegativeBinomial
 from ..selection.calibrate import largest_mean
 from ..selection.certificate import Certificate
 from ..selection.distributions import KDistribution
@@ -233,10 +232,10 @@ class PrivateTuner:
             raise ValueError("calibrate supports the selection certificate (fixed privacy per run, K not revealed, "
                              "no final run or subsample)")
         if family is None:
-            family = _same_family(self.k)
+            family = self.k.with_mean  # the same law (same eta, same n) at another mean
         base = self._privacy.base
         options = {} if isinstance(base, PrivacyProfile) else {"accountant": self.accountant, **self.accountant_options}
-        min_mean = 1.0 + 1e-9 if isinstance(self.k, TruncatedNegativeBinomial) else 1e-3
+        min_mean = 1.0 + 1e-9 if self.k.min_k >= 1 else 1e-3  # K >= 1 (TNB laws): mean > 1
         mean = largest_mean(base, target_epsilon, self.delta, family=family, min_mean=min_mean, **options)
         self.k = family(mean)
         self._certificate = None
@@ -276,18 +275,6 @@ class PrivateTuner:
         """
         selected = dry_run(self._task(), public_or_synthetic_data, self._plan())
         return TuningResult(selected.params, selected.score, selected.output, True, self.certificate, None)
-
-
-def _same_family(k: KDistribution) -> Callable[[float], KDistribution]:
-    if isinstance(k, TruncatedNegativeBinomial):
-        eta = k.eta
-        return lambda mean: TruncatedNegativeBinomial(eta, mean=mean)
-    if isinstance(k, Binomial):
-        n = k.n
-        return lambda mean: Binomial.from_mean(mean, n)
-    if isinstance(k, Poisson):
-        return lambda mean: Poisson(mean)
-    raise TypeError(f"no calibration family for {type(k).__name__}")
 
 
 __all__ += ["check_signature"]

@@ -11,22 +11,24 @@ eps_1 is the one minimising s, whatever eps is asked for, and the whole tuning p
 
     delta_A(eps) <= min(1, m * delta(eps - s*)),      eps_A(delta) <= eps_base(delta / m) + s*,
 
-with s* = min over eps_1 of s(eps_1). [`selection_shift`][privselect.selection.bounds.selection_shift] finds s* (grid plus local
+with s* = min over eps_1 of s(eps_1). [`selection_shift`][privselect.selection.bounds.profile.selection_shift] finds s* (grid plus local
 refinement; any eps_1 gives a valid bound, so the search only affects tightness) and
-[`selection_profile`][privselect.selection.bounds.selection_profile] returns the procedure's profile as a [`PrivacyProfile`][privselect.selection.bounds.PrivacyProfile].
+[`selection_profile`][privselect.selection.bounds.profile.selection_profile] returns the procedure's profile as a [`PrivacyProfile`][privselect.accounting.profile.PrivacyProfile].
+The three theorems are registered by K law in the bounds table
+([`registry`][privselect.selection.bounds.registry]), family ``"profile"``.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..accounting import privacy_profile
-from ..accounting.profile import PrivacyProfile, ScaledShiftedCurve
-from .distributions import Binomial, KDistribution, Poisson, TruncatedNegativeBinomial
+from ...accounting import privacy_profile
+from ...accounting.profile import PrivacyProfile, ScaledShiftedCurve
+from ..distributions import Binomial, KDistribution, Poisson, TruncatedNegativeBinomial
+from .registry import law_bound, register_bound, unsupported_reason
 
 __all__ = ["SelectionShift", "selection_shift", "selection_profile"]
 
@@ -47,12 +49,14 @@ class SelectionShift:
     theorem: str
 
 
+@register_bound(TruncatedNegativeBinomial, "profile", "Koskela-Redberg-Wang 2024, Thm 5.2")
 def _tnb_objective(dist: TruncatedNegativeBinomial, eps1: np.ndarray, d: np.ndarray) -> np.ndarray:
     """KRW Thm 5.2: s(eps_1) = (eta+1) log(e^{eps_1} + (1-gamma)/gamma * delta(eps_1))."""
     c = (1 - dist.gamma) / dist.gamma
     return (dist.eta + 1) * np.logaddexp(eps1, np.log(c) + np.log(np.maximum(d, 1e-320)))
 
 
+@register_bound(Binomial, "profile", "Koskela-Redberg-Wang 2024, Thm 5.7", every_eps=False)
 def _binomial_objective(dist: Binomial, eps1: np.ndarray, d: np.ndarray) -> np.ndarray:
     """KRW Thm 5.7: s(eps_1) = (n-1) log(1 + p(e^{eps_1} - 1) + p delta(eps_1)), where
     eps_1 >= log(1 + p/(1-p) delta(eps_1)); infeasible eps_1 get +inf."""
@@ -62,27 +66,19 @@ def _binomial_objective(dist: Binomial, eps1: np.ndarray, d: np.ndarray) -> np.n
     return np.where(feasible, s, np.inf)
 
 
+@register_bound(Poisson, "profile", "Koskela-Redberg-Wang 2024, Cor. 5.8", every_eps=False)
 def _poisson_objective(dist: Poisson, eps1: np.ndarray, d: np.ndarray) -> np.ndarray:
     """KRW Cor. 5.8: s(eps_1) = m (e^{eps_1} - 1) + m delta(eps_1)."""
     return dist.mean * (np.expm1(eps1) + d)
 
 
-@functools.singledispatch
-def _theorem_for(k_dist: KDistribution):
-    """The profile bound of a K law: (theorem, shift objective). Registered by K law (subclasses inherit)."""
-    raise TypeError(
-        f"k must be a TruncatedNegativeBinomial (Geometric, Logarithmic), Binomial or Poisson distribution, "
-        f"got {type(k_dist).__name__}")
-
-
-_theorem_for.register(TruncatedNegativeBinomial, lambda k: ("Koskela-Redberg-Wang 2024, Thm 5.2", _tnb_objective))
-_theorem_for.register(Binomial, lambda k: ("Koskela-Redberg-Wang 2024, Thm 5.7", _binomial_objective))
-_theorem_for.register(Poisson, lambda k: ("Koskela-Redberg-Wang 2024, Cor. 5.8", _poisson_objective))
-
-
 def selection_shift(base: PrivacyProfile, k_dist: KDistribution) -> SelectionShift:
     """s* = min over eps_1 >= 0 of the theorem's shift, from the certified upper profile."""
-    theorem, objective = _theorem_for(k_dist)
+    reason = unsupported_reason(k_dist, "profile")
+    if reason is not None:
+        raise TypeError(reason if reason.startswith("k ") else f"k: {reason}")
+    entry = law_bound(k_dist, "profile")
+    theorem, objective = entry.theorem, entry.rule
     f = lambda e1: objective(k_dist, np.asarray(e1, dtype=float), base.delta(np.asarray(e1, dtype=float)))  # noqa: E731
     # Every objective is non-decreasing in delta, so objective(eps_1, 0) is a lower bound at eps_1, and
     # it increases with eps_1: grid points whose lower bound exceeds the best value found so far
@@ -120,9 +116,9 @@ def selection_profile(base, k_dist: KDistribution, **accountant_options) -> Priv
     """
     base_profile = privacy_profile(base, **accountant_options)
     sel = selection_shift(base_profile, k_dist)
-    # Thm 5.2 holds for every eps; Thm 5.7 and Cor. 5.8 are stated for eps > 0.
+    # Thm 5.2 holds for every eps; Thm 5.7 and Cor. 5.8 are stated for eps > 0 (the table says which).
     curve = ScaledShiftedCurve(base_profile, scale=sel.mean, shift=sel.shift,
-                               positive_eps_only=not isinstance(k_dist, TruncatedNegativeBinomial),
+                               positive_eps_only=not law_bound(k_dist, "profile").every_eps,
                                label="selection_mean_amplification")
     return PrivacyProfile(
         curves=(curve,),

@@ -1,0 +1,28 @@
+"""Selection bounds: one module per bound family, registered by K law in one table.
+
+* [`profile`][privselect.selection.bounds.profile]: privacy-profile bounds for "best of K runs" (Koskela, Redberg, Wang
+  2024, Thm 5.2, Thm 5.7, Cor. 5.8);
+* [`rdp`][privselect.selection.bounds.rdp]: the RDP baselines (Papernot, Steinke 2022; KRW Thm 5.1, 5.6);
+* [`cor62`][privselect.selection.bounds.cor62]: KRW Cor. 6.2 and the averaged profile, when hyperparameters change the
+  privacy of a run;
+* [`mixture`][privselect.selection.bounds.mixture]: K released with every run (a mixture of k-fold compositions).
+
+[`registry`][privselect.selection.bounds.registry] is the one table (K law, family) -> theorem that
+[`certify`][privselect.selection.certify.certify] consults. Importing this package registers every family.
+"""
+
+from .registry import LawBound, law_bound, register_bound, registered_bounds, unsupported_reason  # noqa: I001
+from .profile import SelectionShift, selection_profile, selection_shift
+from .rdp import rdp_selection_epsilon, selection_rdp_curve, supports_rdp_selection
+from .cor62 import (COR62, Cor62Thresholds, certify_hyperparameter_mixture, cor62_certificate, cor62_thresholds,
+                    meets_thresholds, smallest_cor62_base_epsilon)
+from .mixture import K_MIXTURE, KMixtureCurve, k_mixture_profile
+
+__all__ = [
+    "LawBound", "law_bound", "register_bound", "registered_bounds", "unsupported_reason",
+    "SelectionShift", "selection_profile", "selection_shift",
+    "rdp_selection_epsilon", "selection_rdp_curve", "supports_rdp_selection",
+    "COR62", "Cor62Thresholds", "certify_hyperparameter_mixture", "cor62_certificate", "cor62_thresholds",
+    "meets_thresholds", "smallest_cor62_base_epsilon",
+    "K_MIXTURE", "KMixtureCurve", "k_mixture_profile",
+]

@@ -1,0 +1,459 @@
+"""The K-mixture bound: K runs, K drawn independently of the data, everything released.
+
+When the number of runs K is released with the result, or the runs are chosen adaptively
+(e.g. an Optuna TPE sampler), the selection theorems do not apply. What does apply: given
+K = k, the whole transcript is a post-processing of the adaptive k-fold composition of the
+base run, and K is independent of the data, so by joint convexity of the hockey-stick
+divergence (the output law is the same K-mixture on both neighbours, per direction)
+
+    delta(eps) <= sum_k P[K = k] delta_k(eps),   delta_k the profile of the k-fold composition.
+
+(K = 0 releases a data-independent output: delta_0(eps) = (1 - e^eps)_+.)
+
+Buckets. delta_k is non-decreasing in k (k-fold is a post-processing of k'-fold for
+k <= k'), so K is grouped into buckets (k_{j-1}, k_j] charged at delta_{k_j}; the tail
+P[K > k_max] is added as a delta error. Both steps only increase the bound.
+
+One discretisation, every k from it. Every k_j-fold profile comes from ONE description of
+the base run:
+
+* compositions of Gaussian mechanisms (the exact accountant): the k-fold composition of
+  mu-GDP is exactly sqrt(k) mu-GDP (Dong, Roth, Su 2022, Cor. 3.3), one closed form per
+  bucket from the base's exact mu^2;
+* everything else the PRV accountant reads: the base run's privacy-loss laws are truncated
+  and discretised ONCE (Gopi, Lee, Wutschitz 2021, Alg. 2) on one mesh, transformed once per
+  FFT size, and the buckets are mixed in the frequency domain, sum_j P_j R^{k_j} (R the run's
+  spectrum), in a few groups of buckets (k within a factor `_GROUP_RATIO`), one inverse FFT
+  per group. Each group is a `PRVCurve` of the PRV accountant whose bracket carries the accountant's
+  proven error terms (`privselect.accounting.prv`): the coupling width of the group's
+  largest k (the width grows with k, and delta~ is non-increasing, so one shift serves the
+  group), and the probability-weighted truncation, coupling-failure and wrap-around terms of
+  every k plus the floating-point bound of the mixed spectrum. Atoms are put on the lattice
+  without the accountant's mean shift (their offset is added to the mean error), so every
+  k-fold law lives on the same lattice h Z.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import scipy.fft
+
+from ...accounting import get_accountant, privacy_profile
+from ...accounting.exact import gdp_mu_squared
+from ...accounting.exact.gaussian import _sqrt_bracket
+from ...accounting.plrv import UnsupportedMechanismError
+from ...accounting.profile import DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
+from ...accounting.prv import (_COARSE_ORDERS, _FFT_STAGE_ULPS, _SPECTRUM_FLOOR, _U, MAX_COMPOSITIONS,
+                              MAX_STEP_LOSS, PRVCurve, _Cells, _coupling, _discretise, _epsilon_scale,
+                              _find_tails, _log_mgf_cells, _planned_mesh, _tail_bound, _window,
+                              readable_losses)
+from ...mechanisms import Mechanism
+from ..distributions import KDistribution
+from .registry import register_bound
+
+__all__ = ["k_mixture_profile", "KMixtureCurve", "K_MIXTURE"]
+
+#: Buckets whose ends lie within this factor share one inverse FFT (and the coupling width of
+#: the largest): the width grows like sqrt(k), so a small k pays at most sqrt(4) = 2x its own.
+_GROUP_RATIO = 4.0
+#: Relative inflation of the bucket probabilities: covers the rounding of K's pmf and of the
+#: bucket sums (relative errors of order 1e-13 at k ~ 1e7) with a wide margin.
+_PROBABILITY_MARGIN = 1e-9
+#: PRV accuracy: eps_error = this x an RDP upper bound on eps(target_delta) of the k-fold run at
+#: the bucket that dominates at target_delta (the PRV accountant's default relative accuracy).
+_REL_EPS_ERROR = 1.5e-3
+#: Largest FFT size of one group (memory guard).
+_MAX_POINTS = 1 << 23
+
+
+def _buckets(k_dist: KDistribution, tail: float, ratio: float,
+             exact_up_to: int = 32) -> tuple[np.ndarray, np.ndarray, float]:
+    """Bucket ends k_j, their probabilities P[k_{j-1} < K <= k_j], and the tail mass beyond."""
+    cumulative, k_max, chunk = 0.0, 0, 4096
+    start = k_dist.min_k
+    while True:
+        ks = np.arange(start, start + chunk)
+        cdf = cumulative + np.cumsum(k_dist.pmf(ks))
+        hit = np.flatnonzero(1.0 - cdf <= tail)
+        if hit.size:
+            k_max = int(ks[hit[0]])
+            break
+        cumulative, start = float(cdf[-1]), start + chunk
+        if start > 10**7:
+            raise ValueError("K's tail is too heavy to bound with the mixture bound (k_max > 1e7)")
+    ends = list(range(1, min(k_max, exact_up_to) + 1))
+    while ends[-1] < k_max:
+        ends.append(min(k_max, max(ends[-1] + 1, int(math.ceil(ends[-1] * ratio)))))
+    ends = np.array(ends)
+    cdf_at = np.cumsum(k_dist.pmf(np.arange(0, k_max + 1)))[ends]
+    probs = np.diff(np.concatenate([[k_dist.pmf(0) if k_dist.min_k == 0 else 0.0], cdf_at]))
+    # the sum carries absolute rounding <= (k_max + 1) u: added to the tail
+    tail_mass = max(0.0, 1.0 - float(cdf_at[-1])) + 4 * (k_max + 2) * _U
+    return ends, probs * (1 + _PROBABILITY_MARGIN), tail_mass
+
+
+#: First stage of the inversion: 0 and a log grid on [1e-8, 1e4] (eps beyond 1e4 is reported as +inf).
+_EPS_GRID = np.concatenate([[0.0], np.geomspace(1e-8, 1e4, 1024)])
+_ZOOM = np.linspace(0.0, 1.0, 129)
+
+
+def _grid_inverse(bounds: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], table: tuple[np.ndarray, np.ndarray],
+                  delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) on eps(delta) = inf{eps >= 0 : delta(eps) <= delta} from vectorised ``bounds``.
+
+    ``table`` holds ``bounds`` on `_EPS_GRID` (both sides non-increasing). The bracketing cell
+    of each side is zoomed into twice with 128 steps, both sides in one call of ``bounds``. The
+    upper side returns a point where the upper curve is <= delta (a valid upper bound on eps),
+    the lower side the last point where the lower curve is > delta (a valid lower bound); 0
+    where the curve is already <= delta at 0, +inf where it is > delta on the whole grid.
+    """
+    d = np.asarray(delta, dtype=float).reshape(-1)
+    size = _EPS_GRID.size
+    brackets, first_ok = [], []
+    for values in table:
+        i = (values[None, :] > d[:, None]).sum(axis=1)  # first grid index where the side is <= delta
+        first_ok.append(i)
+        brackets.append([_EPS_GRID[np.clip(i - 1, 0, size - 1)], _EPS_GRID[np.minimum(i, size - 1)]])
+    rows = np.arange(d.size)
+    for _ in range(2):
+        points = [a[:, None] + (b - a)[:, None] * _ZOOM[None, :] for a, b in brackets]
+        flat = np.concatenate([p.reshape(-1) for p in points])
+        sides = bounds(flat)
+        for side, (pts, bracket) in enumerate(zip(points, brackets)):
+            value = sides[side][side * pts.size:(side + 1) * pts.size].reshape(pts.shape)
+            ok = value <= d[:, None]
+            ok[:, -1] = True  # the right end is known to satisfy the test (or is the never-case)
+            j = np.argmax(ok, axis=1)
+            bracket[0] = np.where(j > 0, pts[rows, np.maximum(j - 1, 0)], bracket[0])
+            bracket[1] = pts[rows, j]
+    out = []
+    for side, (i, (a, b)) in enumerate(zip(first_ok, brackets)):
+        value = np.where(i == 0, 0.0, a if side == 0 else b)
+        out.append(np.where(i >= size, np.inf, value).reshape(np.shape(delta)))
+    return out[0], out[1]
+
+
+class KMixtureCurve(DirectionalCurve):
+    """One direction: sum_i w_i delta_i(eps) + P[K = 0] (1 - e^eps)_+ + P[K > k_max].
+
+    ``parts`` are (weight, curve) pairs: a bucket's k-fold curve with weight P[K in bucket], or a
+    group curve that already carries its buckets' probabilities (weight 1).
+    """
+
+    def __init__(self, direction: str, parts: Sequence[tuple[float, DirectionalCurve]], p_zero: float,
+                 tail: float, details: tuple[tuple[str, float], ...] = ()) -> None:
+        self.direction, self.parts, self.p_zero, self.tail = direction, tuple(parts), p_zero, tail
+        budgets = [c.error_budget for _, c in self.parts]
+        self.error_budget = ErrorBudget(
+            eps_error=max(b.eps_error for b in budgets),
+            delta_error=math.fsum(w * b.delta_error for (w, _), b in zip(self.parts, budgets)) + tail,
+            min_delta=max(b.min_delta for b in budgets),
+            details=(("k_tail_mass", tail),) + details,
+        )
+        self._table: tuple[np.ndarray, np.ndarray] | None = None
+
+    def delta_bounds(self, eps):
+        e = np.asarray(eps, dtype=float)
+        lower, upper = 0.0, 0.0
+        for w, curve in self.parts:
+            lo, up = curve.delta_bounds(e)
+            lower, upper = lower + w * lo, upper + w * up
+        upper = upper + self.p_zero * np.maximum(-np.expm1(np.minimum(e, 0.0)), 0.0) + self.tail
+        return np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
+
+    def epsilon_bounds(self, delta):
+        if self._table is None:
+            self._table = self.delta_bounds(_EPS_GRID)
+        return _grid_inverse(self.delta_bounds, self._table, np.asarray(delta, dtype=float))
+
+
+# ----------------------------------------------------------------------------------------
+# Buckets from one closed form: compositions of Gaussian mechanisms
+# ----------------------------------------------------------------------------------------
+
+
+def _gaussian_bucket_curves(base: Mechanism, ends: np.ndarray) -> list[GaussianCurve]:
+    """The k_j-fold compositions of mu-GDP: sqrt(k_j) mu-GDP, mu^2 exact (Dong, Roth, Su 2022, Cor. 3.3)."""
+    square = gdp_mu_squared(base)
+    curves = []
+    for k in ends:
+        low, high = _sqrt_bracket(square * int(k))
+        curves.append(GaussianCurve(high, mu_bounds=(low, high)))
+    return curves
+
+
+# ----------------------------------------------------------------------------------------
+# Buckets from one PRV discretisation
+# ----------------------------------------------------------------------------------------
+
+
+def _groups(ends: np.ndarray) -> list[np.ndarray]:
+    """Indices of the bucket ends, grouped so that max/min <= _GROUP_RATIO within a group."""
+    out, start = [], 0
+    for j in range(1, len(ends) + 1):
+        if j == len(ends) or ends[j] > _GROUP_RATIO * ends[start]:
+            out.append(np.arange(start, j))
+            start = j
+    return out
+
+
+class _RunLaw:
+    """The base run's discretised privacy-loss laws (one direction) and their Chernoff data."""
+
+    def __init__(self, cells: list[_Cells], h: float) -> None:
+        self.cells, self.h = cells, h
+        self._log_mgf: dict[tuple[float, float], float] = {}
+        self._coarse: dict[float, np.ndarray] = {}
+
+    def scaled(self, k: int) -> list[_Cells]:
+        """The cells of k runs (counts multiplied; the pmfs and caches are shared)."""
+        return [dataclasses.replace(c, count=c.count * k) for c in self.cells]
+
+    def orders(self, k: int, eta_side: float) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Chernoff orders of k runs per side, with the exact log-MGF of the discretised sum.
+
+        Orders are chosen on the coarse law (a heuristic, as in the accountant); the values are
+        exact for the discretised law and cached per order, so every order gives a valid bound.
+        """
+        out = []
+        for sign in (1.0, -1.0):
+            if sign not in self._coarse:
+                self._coarse[sign] = sum(c.count * _log_mgf_cells(c, self.h, sign * _COARSE_ORDERS, coarse=True)
+                                         for c in self.cells)
+            approx = k * self._coarse[sign]
+            crit = np.where(np.isfinite(approx), (approx - math.log(eta_side)) / _COARSE_ORDERS, np.inf)
+            best = int(np.argmin(crit))
+            cand = _COARSE_ORDERS[max(best - 1, 0): best + 2]
+            exact = np.array([self._exact(sign, lam) for lam in cand])
+            out.append((cand, k * exact))
+        return out
+
+    def _exact(self, sign: float, lam: float) -> float:
+        key = (sign, float(lam))
+        if key not in self._log_mgf:
+            self._log_mgf[key] = float(sum(c.count * _log_mgf_cells(c, self.h, np.array([sign * lam]))[0]
+                                           for c in self.cells))
+        return self._log_mgf[key]
+
+
+def _run_law(components, k_ref: int, k_max: int, eps_target: float, delta_error: float) -> _RunLaw:
+    """Truncate (for k_max runs) and discretise the run's laws on a mesh sized at k_ref runs."""
+    run_total = sum(count for _, count in components)
+    tau = 0.25 * delta_error / (2 * k_max * run_total)
+    tails = [_find_tails(loss, tau) for loss, _ in components]
+    for (loss, _), tl in zip(components, tails):
+        if not max(abs(tl.lower), abs(tl.upper)) <= MAX_STEP_LOSS:
+            raise ValueError(f"one {type(loss).__name__} step's privacy loss exceeds {MAX_STEP_LOSS:.3g}")
+    eta0 = 0.5 * delta_error
+    h = _planned_mesh([(loss, count * k_ref) for loss, count in components], tails, eps_target, eta0)
+    for _ in range(4):  # the atoms' offsets (below) are not in the plan: refine while they dominate
+        cells = []
+        for (loss, count), tl in zip(components, tails):
+            c = _discretise(loss, count, h, tl, _MAX_POINTS)
+            # no mean shift: every k-fold law on h Z; the atoms' offset joins the mean error (proven bound)
+            cells.append(dataclasses.replace(c, shift=0.0, mean_error=c.mean_error + abs(c.shift) * (1 + 4 * _U),
+                                             extra={}))
+        law = _RunLaw(cells, h)
+        scaled = law.scaled(k_ref)
+        achieved = _coupling(scaled, h, eta0)[0] + sum(c.count * c.mean_error for c in scaled)
+        if achieved <= 1.5 * eps_target:
+            break
+        h *= 0.98 * eps_target / achieved
+    return law
+
+
+def _group_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction: str,
+                 delta_error: float) -> PRVCurve:
+    """sum_j P_j delta~_{k_j} of one group of buckets from one inverse FFT, with its proven bracket."""
+    h, cells = law.h, law.cells
+    eta0, eta2 = 0.5 * delta_error, 0.25 * delta_error
+    per_k = []
+    for k in ends:
+        scaled = law.scaled(int(k))
+        orders = law.orders(int(k), eta2 / 2)
+        width, eta0_used, _ = _coupling(scaled, h, eta0)
+        bias = sum(c.count * c.mean_error for c in scaled)
+        per_k.append((scaled, orders, width + bias, eta0_used, _window(scaled, h, eta2, orders)))
+    lower = min(w[0] for *_, w in per_k)
+    upper = max(w[1] for *_, w in per_k)
+    j_a = int(math.floor(lower / h + 1e-9))
+    needed = int(math.ceil(upper / h - 1e-9)) - j_a + 1
+    n = scipy.fft.next_fast_len(max(needed, 16), real=True)
+    if n > _MAX_POINTS:
+        raise ValueError(f"a bucket group needs {n} FFT points (> {_MAX_POINTS})")
+    j_a -= (n - needed) // 2
+    t0 = j_a * h
+    # one spectrum per law at this size: |P_i| and arg P_i
+    e_inf = _FFT_STAGE_ULPS * _U * math.log2(n)
+    log_abs_run = np.zeros(n // 2 + 1)  # log |R|, R = prod_i P_i^{c_i}
+    phase_run = np.zeros(n // 2 + 1)
+    log_err_run = np.zeros(n // 2 + 1)  # sum_i c_i log(|P_i| + e)
+    log_err_one = np.zeros(n // 2 + 1)  # sum_i log(|P_i| + e)
+    for c in cells:
+        q = c.pmf if c.pmf.size <= n else np.bincount(np.arange(c.pmf.size) % n, weights=c.pmf, minlength=n)
+        spec = scipy.fft.rfft(q, n)
+        absval = np.abs(spec)
+        with np.errstate(divide="ignore"):
+            log_abs_run += c.count * np.log(absval)
+        phase_run += c.count * np.angle(spec)
+        log_err_run += c.count * np.log(absval + e_inf)
+        log_err_one += np.log(absval + e_inf)
+    run_total = sum(c.count for c in cells)
+    m = np.arange(n // 2 + 1, dtype=np.int64)
+    mixed = np.zeros(n // 2 + 1, dtype=complex)
+    magnitude = np.zeros(n // 2 + 1)  # sum_j P_j |R|^{k_j}
+    entry_err = np.zeros(n // 2 + 1)
+    dropped = 0.0  # per entry: an entry set to 0 had exact magnitude <= prod (|P^_i| + e)^{k c_i} < floor
+    for (k, p), (scaled, *_rest) in zip(zip(ends, probs), per_k):
+        k = int(k)
+        keep = np.flatnonzero(k * log_err_run > math.log(_SPECTRUM_FLOOR))
+        dropped += p * _SPECTRUM_FLOOR
+        shift = (sum(c.count * c.lo for c in scaled) - j_a) % n  # the k-fold pmf starts at this buffer index
+        roll = -2.0 * math.pi * ((m[keep] * shift) % n) / n
+        power = np.exp(k * log_abs_run[keep])
+        mixed[keep] += p * power * np.exp(1j * (k * phase_run[keep] + roll))
+        magnitude[keep] += p * power
+        # accountant's bounds (prv._compose): spectra, powering, the roll and the scaling by k
+        weights = np.exp(k * log_err_run[keep] - log_err_one[keep]) * (1 + e_inf) ** len(cells)
+        entry_err[keep] += p * (k * run_total * e_inf * weights
+                                + ((2 + math.pi) * k * run_total + 400) * 2 * _U * power)
+    entry_err += (len(ends) + 2) * _U * magnitude + dropped  # the probability-weighted sum; dropped entries
+    pmf = scipy.fft.irfft(mixed, n)
+    fp_fft = math.sqrt(2.0 * float(np.sum(entry_err ** 2)))  # Parseval: l1 of the time-domain error
+    fp_ifft = _FFT_STAGE_ULPS * _U * math.log2(n) * 2.0 * float(np.sum(np.abs(mixed)))
+    fp_fft += fp_ifft
+    # per bucket: truncation (exact tails), coupling failure, wrap-around (Chernoff at this window)
+    eta1 = [sum(c.count * c.tail for c in scaled) for scaled, *_ in per_k]
+    eta2 = [_tail_bound(scaled, h, t0 - h / 2, t0 + (n - 0.5) * h, orders) for scaled, orders, *_ in per_k]
+    weighted = math.fsum(p * (e0 + e1 + e2) for p, (*_a, e0, _w), e1, e2 in zip(probs, per_k, eta1, eta2))
+    fp_pmf = math.fsum(p * sum(c.count * c.pmf_error for c in scaled) for p, (scaled, *_) in zip(probs, per_k))
+    rel_error = max(math.expm1(sum(c.count * math.log1p(c.pmf_rel_error) for c in scaled) + (3 * n + 17) * _U)
+                    for scaled, *_ in per_k)
+    negative = float(-np.sum(pmf[pmf < 0]))
+    fp = fp_fft + fp_pmf
+    if negative > fp_fft:
+        fp = max(fp, 4 * negative + fp_pmf)
+    np.maximum(pmf, 0.0, out=pmf)
+    eps_error = max(s for _s, _o, s, _e, _w in per_k)
+    delta_total = weighted + fp
+    budget = ErrorBudget(eps_error=float(eps_error), delta_error=float(delta_total), min_delta=float(2 * delta_total),
+                         details=(("k_min", float(ends[0])), ("k_max", float(ends[-1])), ("mesh", h),
+                                  ("points", float(n)), ("delta_fp", fp), ("delta_eta", weighted)))
+    top = math.fsum(c.count * float(c.loss.support[1]) for c in per_k[-1][0])
+    top = max(top, 0.0) + 8 * _U * abs(top) + 1e-300 if math.isfinite(top) else math.inf
+    return PRVCurve(direction=direction, t0=t0, h=h, pmf=pmf, log_finite=0.0, eps_error=eps_error,
+                    delta_error=delta_total, rel_error=rel_error, error_budget=budget, top=top)
+
+
+def _prv_mixture_curves(base: Mechanism, ends: np.ndarray, probs: np.ndarray, k_ref: int, target_delta: float,
+                        rel_eps_error: float) -> list[tuple[str, list[tuple[float, DirectionalCurve]]]]:
+    """Per direction, the group curves of the buckets from one discretisation of the base run."""
+    parts = readable_losses(base)
+    if any(losses.remove.inf_mass > 0 or losses.add.inf_mass > 0 for losses, _ in parts):
+        raise UnsupportedMechanismError("the one-discretisation K-mixture needs finite privacy losses "
+                                        "(no mass at +inf, e.g. no ApproxDP part)")
+    run_total = sum(count for _, count in parts)
+    if int(ends[-1]) * run_total > MAX_COMPOSITIONS:
+        raise ValueError(f"k_max x the run's compositions exceeds the PRV accountant's {MAX_COMPOSITIONS:.3g}")
+    symmetric = all(losses.is_symmetric for losses, _ in parts)
+    reference = base.compose(k_ref)
+    scale, _ = _epsilon_scale(reference, [(ls, c * k_ref) for ls, c in parts], symmetric, target_delta)
+    eps_target = rel_eps_error * max(scale, 0.1)
+    delta_error = target_delta / 1000
+    out = []
+    for direction in (("both",) if symmetric else ("remove", "add")):
+        components = [(getattr(losses, "remove" if direction == "both" else direction), count)
+                      for losses, count in parts]
+        law = _run_law(components, k_ref, int(ends[-1]), eps_target, delta_error)
+        curves = [(1.0, _group_curve(law, ends[g], probs[g], direction, delta_error)) for g in _groups(ends)]
+        out.append((direction, curves))
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# The profile
+# ----------------------------------------------------------------------------------------
+
+
+def _bucket_profile(mechanism: Mechanism, accountant: str, options: dict[str, Any]) -> PrivacyProfile:
+    """One bucket's profile from the named accountant (the fallback: one build per bucket)."""
+    if accountant != "auto" or options:
+        return privacy_profile(mechanism, accountant=accountant, **options)
+    try:
+        return privacy_profile(mechanism, accountant="prv")
+    except (ValueError, ArithmeticError):
+        return privacy_profile(mechanism, accountant="auto")
+
+
+def _reference_k(ends: np.ndarray, probs: np.ndarray, p_zero: float, target_delta: float) -> int:
+    """The bucket end beyond which K's mass is below target_delta: the eps there decides the answer."""
+    beyond = 1.0 - p_zero - np.cumsum(probs)
+    return int(ends[min(int(np.searchsorted(-beyond, -target_delta)), len(ends) - 1)])
+
+
+#: The theorem of the K-released bound (any K law independent of the data).
+K_MIXTURE = "mixture of k-fold compositions (K released; joint convexity)"
+
+
+@register_bound(KDistribution, "mixture", K_MIXTURE)
+def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1e-12, bucket_ratio: float = 1.1,
+                      accountant: str = "auto", target_delta: float = 1e-6, **accountant_options: Any
+                      ) -> PrivacyProfile:
+    """Profile of K runs of ``base`` with everything released (K, every run, adaptive choices).
+
+    ``tail`` bounds P[K > k_max] (added to delta); every k up to 32 is its own bucket, then
+    ``bucket_ratio`` sets the bucket growth. Every bucket's k-fold profile comes from one
+    description of the base run (module docstring): the closed form for compositions of
+    Gaussian mechanisms (``accountant`` "auto" or "exact"), else one PRV discretisation
+    (``accountant`` "auto" or "prv"; its accuracy is sized for queries near ``target_delta``).
+    Other accountants, accountant options, or a base the shared discretisation cannot read
+    (e.g. an ApproxDP part) build one profile per bucket; with "auto" that fallback is recorded
+    in the profile's metadata ("bucket_profiles").
+    """
+    if not isinstance(base, Mechanism):
+        raise TypeError("the K-mixture bound composes the base run: give a Mechanism, not a built profile")
+    if not isinstance(k_dist, KDistribution):
+        raise TypeError(f"k must be a distribution of K, got {type(k_dist).__name__}")
+    ends, probs, tail_mass = _buckets(k_dist, tail, bucket_ratio)
+    p_zero = float(k_dist.pmf(0)) * (1 + _PROBABILITY_MARGIN) if k_dist.min_k == 0 else 0.0
+    info = (("buckets", float(len(ends))),)
+    source = None
+    directions: list[tuple[str, list[tuple[float, DirectionalCurve]]]] = []
+    if not accountant_options and accountant in ("auto", "exact") and get_accountant("exact").supports(base) is None:
+        curves = _gaussian_bucket_curves(base, ends)
+        directions, source = [("both", list(zip(probs, curves)))], "exact (sqrt(k) mu-GDP per bucket)"
+    elif not accountant_options and accountant in ("auto", "prv"):
+        try:
+            directions = _prv_mixture_curves(base, ends, probs, _reference_k(ends, probs, p_zero, target_delta),
+                                             target_delta, _REL_EPS_ERROR)
+            source = "prv (one discretisation, buckets mixed in the frequency domain)"
+        except (ValueError, ArithmeticError, UnsupportedMechanismError) as exc:
+            if accountant == "prv":
+                raise
+            source = f"{accountant} per bucket (one discretisation declined: {exc})"
+    if not directions:  # one profile per bucket, each the max over its directions
+        profiles = [_bucket_profile(base.compose(int(k)), accountant, accountant_options) for k in ends]
+        directions = [("both", [(p, _MaxCurve(prof)) for p, prof in zip(probs, profiles)])]
+        source = source or f"{accountant} per bucket"
+    curves = tuple(KMixtureCurve(d, parts, p_zero, tail_mass, info) for d, parts in directions)
+    return PrivacyProfile(curves=curves, method=f"k-mixture[{accountant}]", mechanism=base,
+                          description=f"K ~ {k_dist!r} adaptive runs, all released (mixture of k-fold compositions)",
+                          metadata=(("bound", "mixture of k-fold compositions (K independent of the data)"),
+                                    ("k_max", int(ends[-1])), ("buckets", len(ends)), ("bucket_profiles", source)))
+
+
+class _MaxCurve(DirectionalCurve):
+    """A whole profile (max over its directions) as one curve."""
+
+    direction = "both"
+
+    def __init__(self, profile: PrivacyProfile) -> None:
+        self.profile = profile
+        self.error_budget = profile.error_budget
+
+    def delta_bounds(self, eps):
+        return self.profile.delta_bounds(np.asarray(eps, dtype=float))

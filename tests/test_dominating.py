@@ -172,7 +172,7 @@ def _assert_dominates(profile, points, pointwise_tail=True):
     else:
         up = {"remove": profile.delta, "add": profile.delta}
         low = {d: (lambda e: profile.delta_bounds(e)[0]) for d in ("remove", "add")}
-    eps = np.union1d(np.linspace(0.0, pm.eps_max, points + 1), np.linspace(0.0, 1.5 * pm.eps_max, 150))
+    eps = np.union1d(pm.grid, np.linspace(0.0, 1.5 * pm.eps_max, 150))
     x = np.concatenate([[0.0], np.exp(-eps[:0:-1]), np.exp(eps)])
     for direction, other in (("remove", "add"), ("add", "remove")):
         loss = getattr(pm.losses, direction)

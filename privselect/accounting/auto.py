@@ -17,8 +17,9 @@ Which accountants run (chosen cheaply, never all of them blindly):
    - a second ``prv`` profile composed for tiny deltas (target 1e-12, floor ~1e-13);
    - ``cf`` (relative precision at any delta; slowest).
 
-   delta(eps) queries (large vectors: plots, selection bounds) use these three tiers in order;
-   eps(delta) queries (a few points) build the last two together. From 1e5 compositions on,
+   delta(eps) queries (large vectors: plots, selection bounds, dominating pairs) use the first two
+   tiers, and CF only where a PRV could not be built; eps(delta) queries (a few points, and the
+   tightness that certificates need) build the last two together. From 1e5 compositions on,
    CF (whose cost barely grows with the count) and RDP run first, the two PRVs only as fallback.
 
    "Near" means: for delta(eps), the best upper delta is within 1e3 of the floor; for
@@ -29,6 +30,7 @@ A query is refused only if no accountant supports the mechanism.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass
@@ -48,11 +50,14 @@ logger = logging.getLogger(__name__)
 _BUILD_ERRORS = (ValueError, ArithmeticError, MemoryError)
 #: target_delta of the PRV profile built on demand for queries below the default PRV floor.
 _SMALL_TARGET = 1e-12
-#: A tier answers delta(eps) alone while its best upper delta is above this multiple of its floor
-#: (PRV's additive delta error is below the floor, so there its relative error is below 1e-3) ...
-_FLOOR_MARGIN = 1e3
-#: ... and eps(delta) alone while delta is above this multiple of it (the delta error then moves
-#: the eps bracket by at most the curve's change over a 5% change of delta).
+#: delta(eps): tier i > 0 joins where the best upper delta of the earlier tiers is within
+#: _DELTA_MARGINS[i - 1] times their floor (PRV's additive delta error is below its floor, so above
+#: 1e3 floors its relative error is below 1e-3). 0: only where an earlier member failed to build
+#: (CF's per-point saddle points are too slow for the long eps vectors of plots and dominating pairs;
+#: eps(delta) queries, which carry the tightness goal, still reach CF).
+_DELTA_MARGINS = (1e3, 0.0)
+#: eps(delta): tier i > 0 joins where delta is within this multiple of the earlier floor (the delta
+#: error then moves the eps bracket by at most the curve's change over a 5% change of delta).
 _EPS_FLOOR_MARGIN = 1e1
 #: Compositions from which CF runs before PRV (``Auto.many_compositions``).
 _CF_FIRST_FROM = 100_000
@@ -64,6 +69,7 @@ class LazyMember:
     def __init__(self, name: str, build: Callable[[], PrivacyProfile]) -> None:
         self.name, self._build = name, build
         self._profile: PrivacyProfile | None = None
+        self._views: dict[str, PrivacyProfile] = {}
         self.failure: str | None = None
 
     @property
@@ -79,6 +85,17 @@ class LazyMember:
                 logger.debug("auto: %s accountant failed: %s", self.name, self.failure)
         return self._profile
 
+    def view(self, direction: str) -> PrivacyProfile | None:
+        """The profile restricted to one neighbouring direction, where it has a curve of its own
+        (else the whole profile: its max over directions bounds each direction)."""
+        profile = self.get()
+        if profile is None or direction == "both":
+            return profile
+        if direction not in self._views:
+            curves = tuple(c for c in profile.curves if c.direction == direction)
+            self._views[direction] = dataclasses.replace(profile, curves=curves) if curves else profile
+        return self._views[direction]
+
 
 def _floor_of(profile: PrivacyProfile) -> float:
     """The member's smallest certifiable delta (1 if even its error budget cannot be computed)."""
@@ -89,18 +106,19 @@ def _floor_of(profile: PrivacyProfile) -> float:
 
 
 class PointwiseMinCurve(DirectionalCurve):
-    """min over members of the upper bounds, max of the lower bounds (each member: max over directions).
+    """min over members of the upper bounds, max of the lower bounds, in one neighbouring direction
+    (``"both"``: each member's max over directions).
 
     ``tiers[0]`` members answer every query. A member of a later tier is built only when a query
     needs it: where every earlier member is at or near its floating-point floor (delta(eps): the
-    best upper delta is within ``_FLOOR_MARGIN`` of the lowest earlier floor; eps(delta): delta is
+    best upper delta is within ``_DELTA_MARGINS`` of the lowest earlier floor; eps(delta): delta is
     within ``_EPS_FLOOR_MARGIN`` of it), or everywhere if an earlier member could not be built.
     The rule is pointwise: the answer at a point never depends on the other points asked.
     """
 
-    direction = "both"
-
-    def __init__(self, delta_tiers: list[list[LazyMember]], eps_tiers: list[list[LazyMember]]) -> None:
+    def __init__(self, delta_tiers: list[list[LazyMember]], eps_tiers: list[list[LazyMember]],
+                 direction: str = "both") -> None:
+        self.direction = direction
         self.delta_tiers = [list(tier) for tier in delta_tiers if tier]
         self.eps_tiers = [list(tier) for tier in eps_tiers if tier]
 
@@ -108,10 +126,9 @@ class PointwiseMinCurve(DirectionalCurve):
     def members(self) -> list[LazyMember]:
         return list(dict.fromkeys(m for tier in self.delta_tiers + self.eps_tiers for m in tier))
 
-    @staticmethod
-    def _profiles(members: list[LazyMember]) -> list[tuple[str, PrivacyProfile]]:
+    def _profiles(self, members: list[LazyMember]) -> list[tuple[str, PrivacyProfile]]:
         # an uncertified profile (an error estimate, e.g. CF's quadrature of a subsampled Laplace) never answers
-        return [(m.name, p) for m in members for p in (m.get(),) if p is not None and p.certified]
+        return [(m.name, p) for m in members for p in (m.view(self.direction),) if p is not None and p.certified]
 
     @property
     def error_budget(self) -> ErrorBudget:  # type: ignore[override]
@@ -138,7 +155,8 @@ class PointwiseMinCurve(DirectionalCurve):
         """Names, lower and upper brackets of the members that the query needs, tier by tier.
 
         A member whose query fails numerically contributes the ``trivial`` bracket (valid, never chosen).
-        ``near_floor(query, rows, floor)`` says where the rows so far are at or near ``floor``.
+        ``near_floor(query, rows, floor, i)`` says where the rows so far are at or near ``floor``
+        (tier ``i`` is being considered).
         """
         def row(name: str, prof: PrivacyProfile):
             try:
@@ -149,10 +167,10 @@ class PointwiseMinCurve(DirectionalCurve):
 
         rows: list[tuple[str, np.ndarray, np.ndarray]] = []
         earlier: list[LazyMember] = []
-        for tier in tiers:
+        for i, tier in enumerate(tiers):
             if earlier:
                 complete = rows and all(m.get() is not None for m in earlier)
-                needed = near_floor(query, rows, self._floor(earlier)) if complete else np.ones(query.shape, bool)
+                needed = near_floor(query, rows, self._floor(earlier), i) if complete else np.ones(query.shape, bool)
                 if not np.any(needed):
                     break
                 t_low, t_up = trivial(query)
@@ -188,8 +206,9 @@ class PointwiseMinCurve(DirectionalCurve):
     # -- delta(eps) ---------------------------------------------------------------------
 
     def _delta_table(self, e: np.ndarray):
-        def near_floor(q, rows, floor):
-            return np.min([r[2] for r in rows], axis=0) <= _FLOOR_MARGIN * floor
+        def near_floor(q, rows, floor, i):
+            margin = _DELTA_MARGINS[min(i, len(_DELTA_MARGINS)) - 1]
+            return np.min([r[2] for r in rows], axis=0) <= margin * floor if margin > 0 else np.zeros(q.shape, bool)
         return self._table(self.delta_tiers, e, lambda prof, q: prof.delta_bounds(q), lambda q: (np.zeros(q.shape), np.ones(q.shape)),
                            near_floor)
 
@@ -214,7 +233,7 @@ class PointwiseMinCurve(DirectionalCurve):
 
     def _eps_table(self, d: np.ndarray):
         return self._table(self.eps_tiers, d, self._eps_of, lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
-                           lambda q, rows, floor: q <= _EPS_FLOOR_MARGIN * floor)
+                           lambda q, rows, floor, i: q <= _EPS_FLOOR_MARGIN * floor)
 
     def epsilon_bounds(self, delta):
         return self._best(self._eps_table(np.asarray(delta, dtype=float)))
@@ -228,28 +247,36 @@ class PointwiseMinCurve(DirectionalCurve):
 class MinProfile(PrivacyProfile):
     """A [`PrivacyProfile`][privselect.accounting.auto.PrivacyProfile] that is the pointwise best of several accountants' profiles.
 
-    ``epsilon_source(delta)`` / ``delta_source(eps)`` name the accountant that gave each answer.
+    One curve per neighbouring direction (each the pointwise best in that direction; the profile
+    is their max), or one ``"both"`` curve for a symmetric mechanism.
+    ``epsilon_source(delta)`` / ``delta_source(eps)`` name the accountant that gave each answer
+    (in the direction that decides it).
     """
 
-    def _min_curve(self) -> PointwiseMinCurve:
-        return self.curves[0]  # type: ignore[return-value]
+    @staticmethod
+    def _deciding(tables) -> np.ndarray:
+        """Per point, the source of the direction with the largest upper value."""
+        names = np.stack([PointwiseMinCurve._source(t) for t in tables])
+        uppers = np.stack([PointwiseMinCurve._best(t)[1] for t in tables])
+        return np.take_along_axis(names, np.argmax(uppers, axis=0)[None], axis=0)[0]
 
     def epsilon_source(self, delta) -> str | np.ndarray:
         """Which accountant gave the upper bound on eps(delta)."""
-        out = self._min_curve().epsilon_sources(np.asarray(delta, dtype=float))
+        d = np.asarray(delta, dtype=float)
+        out = self._deciding([c._eps_table(d) for c in self.curves])
         return str(out) if np.ndim(delta) == 0 else out
 
     def delta_source(self, eps) -> str | np.ndarray:
         """Which accountant gave the upper bound on delta(eps)."""
-        out = self._min_curve().delta_sources(np.asarray(eps, dtype=float))
+        e = np.asarray(eps, dtype=float)
+        out = self._deciding([c._delta_table(e) for c in self.curves])
         return str(out) if np.ndim(eps) == 0 else out
 
     @property
     def members(self) -> dict[str, PrivacyProfile | str]:
         """The members built so far: their profile, or why it could not be built."""
-        curve = self._min_curve()
         return {m.name: (m._profile if m._profile is not None else m.failure)
-                for m in curve.members if m.built}
+                for m in self.curves[0].members if m.built}
 
 
 @register_accountant("auto")
@@ -301,11 +328,13 @@ class Auto(Accountant):
             return [[lazy[name] for name in tier if name in lazy] for tier in names_by_tier]
 
         if sum(count for _, count in mechanism.components()) >= _CF_FIRST_FROM:
-            curve = PointwiseMinCurve(tiers(self.many_compositions), tiers(self.many_compositions))
+            delta_tiers, eps_tiers = tiers(self.many_compositions), tiers(self.many_compositions)
         else:
-            curve = PointwiseMinCurve(tiers(self.delta_tiers), tiers(self.eps_tiers))
-        names = tuple(m.name for m in curve.members)
-        return MinProfile(curves=(curve,), method="auto", mechanism=mechanism,
+            delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers)
+        directions = ("both",) if mechanism.is_symmetric else ("remove", "add")
+        curves = tuple(PointwiseMinCurve(delta_tiers, eps_tiers, direction) for direction in directions)
+        names = tuple(m.name for m in curves[0].members)
+        return MinProfile(curves=curves, method="auto", mechanism=mechanism,
                           description="pointwise best of " + ", ".join(names),
                           metadata=(("accountants", names),))
 

@@ -73,13 +73,17 @@ from ..mechanisms import POISSON_BASES, Mechanism
 from .plrv import Atoms, DirectedLosses, PrivacyLoss, privacy_losses, subsampled_loss
 from .profile import PrivacyProfile
 
-__all__ = ["ProfileMechanism", "PoissonSplit", "DiscreteLoss", "dominating_loss", "split_losses"]
+__all__ = ["ProfileMechanism", "PoissonSplit", "DiscreteLoss", "connect_the_dots_grid", "dominating_loss",
+           "split_losses"]
 
 _LD = np.longdouble
 #: Grid points per side (eps > 0 and eps < 0) of the connect-the-dots grid.
 DEFAULT_POINTS = 1000
 #: The grid ends where the profile's upper curve drops to this (or stops decreasing).
 DEFAULT_TAIL = 1e-30
+#: The grid is dense up to where the upper curve drops to this; beyond it (deltas that matter
+#: only after very many compositions) a quarter as many points reach the tail.
+_DENSE_TAIL = 1e-12
 #: Relative margin added to the upper curve before the envelope: it absorbs the rounding of the
 #: construction (~1e-16 relative), so the float pair's curve is >= the input at every vertex.
 _MARGIN = 1e-12
@@ -245,14 +249,34 @@ def _grid_end(upper, tail: float) -> float:
     return float(ladder[int(np.argmax(done))])
 
 
-def dominating_loss(upper_remove, upper_add, *, points: int = DEFAULT_POINTS, eps_max: float) -> DiscreteLoss:
+def connect_the_dots_grid(upper_remove, upper_add, *, points: int = DEFAULT_POINTS,
+                          tail: float = DEFAULT_TAIL) -> np.ndarray:
+    """The eps >= 0 grid of the construction: ``points`` uniform steps up to where both upper
+    curves drop to 1e-12 (or stop decreasing), then ``points // 4`` uniform steps on to where
+    they drop to ``tail``. Any ascending grid from 0 is sound; a finer one is tighter where
+    the deltas that a composition or a certificate reads lie."""
+    def end(level: float) -> float:
+        return max(_grid_end(upper_remove, level), _grid_end(upper_add, level))
+
+    eps_max = end(tail)
+    dense_end = min(end(max(_DENSE_TAIL, tail)), eps_max)
+    dense = np.linspace(0.0, dense_end, points + 1)
+    if eps_max <= dense_end * (1 + 1e-12):
+        return dense
+    return np.concatenate([dense, np.linspace(dense_end, eps_max, max(points // 4, 1) + 1)[1:]])
+
+
+def dominating_loss(upper_remove, upper_add, eps: np.ndarray) -> DiscreteLoss:
     """The privacy loss of a discrete pair dominating the remove direction (module docstring).
 
     ``upper_remove`` / ``upper_add``: vectorised certified upper curves delta(eps), eps >= 0, of
-    the two directions (the same function for a symmetric bound). The grid is
-    ``eps_j = j eps_max / points``, ``j = -points..points``.
+    the two directions (the same function for a symmetric bound), connected on the grid
+    ``-eps[::-1], eps`` (``eps`` ascending from 0, e.g. [`connect_the_dots_grid`][privselect.accounting.dominating.connect_the_dots_grid]).
     """
-    eps = np.linspace(0.0, eps_max, points + 1)
+    eps = np.asarray(eps, dtype=float)
+    if eps.ndim != 1 or eps.size < 2 or eps[0] != 0.0 or np.any(np.diff(eps) <= 0):
+        raise ValueError("eps must be an ascending grid starting at 0")
+    points = eps.size - 1
     u_r = np.minimum.accumulate(np.clip(np.asarray(upper_remove(eps), dtype=float), 0.0, 1.0))
     u_a = np.minimum.accumulate(np.clip(np.asarray(upper_add(eps), dtype=float), 0.0, 1.0))
     u_r[0] = u_a[0] = min(u_r[0], u_a[0])  # both bound TV = H_1
@@ -319,9 +343,9 @@ class ProfileMechanism(Mechanism):
     by the accountants like any other mechanism (PRV and RDP; the CF accountant composes at
     most two atoms and declines it).
 
-    ``points`` grid points per side of eps = 0 up to ``eps_max`` (an attribute), where the upper
-    curve drops to ``tail`` (or stops decreasing): ``eps_j = j eps_max / points`` for
-    ``|j| <= points``. A finer grid is tighter; every grid is sound.
+    ``points`` uniform grid steps per side of eps = 0 up to where the upper curve drops to 1e-12,
+    then ``points // 4`` more up to ``eps_max`` (an attribute), where it drops to ``tail`` (or stops
+    decreasing); ``grid`` holds the eps >= 0 points. A finer grid is tighter; every grid is sound.
 
     >>> import privselect as ps
     >>> step = ProfileMechanism(ps.gdp_profile(0.5))
@@ -335,6 +359,7 @@ class ProfileMechanism(Mechanism):
     tail: float = DEFAULT_TAIL
     losses: DirectedLosses = field(init=False, repr=False)
     eps_max: float = field(init=False, repr=False)
+    grid: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, PrivacyProfile):
@@ -348,9 +373,10 @@ class ProfileMechanism(Mechanism):
             raise ValueError(f"tail must be in (0, 1), got {self.tail!r}")
         object.__setattr__(self, "tail", tail)
         remove, add, symmetric = _direction_curves(self.profile)
-        eps_max = max(_grid_end(remove, tail), _grid_end(add, tail))
-        loss = dominating_loss(remove, add, points=points, eps_max=eps_max)
-        object.__setattr__(self, "eps_max", eps_max)
+        grid = connect_the_dots_grid(remove, add, points=points, tail=tail)
+        loss = dominating_loss(remove, add, grid)
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "eps_max", float(grid[-1]))
         losses = DirectedLosses(loss, loss) if symmetric else DirectedLosses(loss, loss.swapped())
         object.__setattr__(self, "losses", losses)
 

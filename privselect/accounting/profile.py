@@ -557,7 +557,7 @@ def _gaussian_delta_side(eps: np.ndarray, mu: float, side: str) -> np.ndarray:
     flat = e.reshape(-1)
     a = np.abs(flat)  # delta(eps) for eps < 0 is built from delta(|eps|)
     x, err = _x_of(a, mu)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         if side == "upper":
             x = x + err
         elif side == "lower":

@@ -501,7 +501,8 @@ class _Direction:
 
         def psi(j):
             est, _ = self.lam(j)
-            return -_V[j] * eps + est - np.log(_V[j]) - np.log1p(_V[j])
+            with np.errstate(over="ignore"):  # eps near the float maximum: -inf, the right limit
+                return -_V[j] * eps + est - np.log(_V[j]) - np.log1p(_V[j])
 
         return _convex_argmin(psi, eps.shape)
 
@@ -718,7 +719,8 @@ class _Direction:
             js = self.saddle_index(eps[idx])
             # Far below the certifiable floor a Chernoff bound replaces the contour integral:
             # delta_R <= C(v) M(v) e^{-v eps} (no grid; such v can be huge near a bounded top).
-            log_chernoff = _log_c(_V[js]) + self.lam(js)[1] - _V[js] * eps[idx]
+            with np.errstate(over="ignore"):  # eps near the float maximum: -inf, the right limit
+                log_chernoff = _log_c(_V[js]) + self.lam(js)[1] - _V[js] * eps[idx]
             tiny = log_chernoff < math.log(MIN_DELTA) - 10
             out["chernoff_tail"][idx[tiny]] = np.exp(log_chernoff[tiny])
             idx, js = idx[~tiny], js[~tiny]

@@ -121,6 +121,8 @@ def _grid_inverse(bounds: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
     rows = np.arange(d.size)
     for _ in range(2):
         points = [a[:, None] + (b - a)[:, None] * _ZOOM[None, :] for a, b in brackets]
+        for pts, (_a, b) in zip(points, brackets):
+            pts[:, -1] = b  # exactly the known right end (a + (b - a) may round below it)
         flat = np.concatenate([p.reshape(-1) for p in points])
         sides = bounds(flat)
         for side, (pts, bracket) in enumerate(zip(points, brackets)):

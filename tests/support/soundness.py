@@ -16,6 +16,7 @@ import numpy as np
 
 import privselect as ps
 from privselect.accounting import CertificationError
+from tests.support.peers import dp_accounting_pld
 
 RTOL = 1e-9  # float slack when comparing two epsilons
 EXACT_RTOL = 1e-7  # slack against the nested-quadrature exact value (its own accuracy)
@@ -101,15 +102,9 @@ def privselect_bounds(case: Case) -> tuple[str, float, dict[str, tuple[float, fl
 
 def pld_epsilons(case: Case, interval: float) -> dict[str, dict[str, float]]:
     """dp-accounting PLD epsilon per direction: {"remove": {"optimistic": .., "pessimistic": ..}, "add": ..}."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
     out: dict[str, dict[str, float]] = {"remove": {}, "add": {}}
     for pessimistic in (True, False):
-        dist = pld.from_gaussian_mechanism(
-            standard_deviation=case.sigma, sensitivity=1, sampling_prob=case.q,
-            value_discretization_interval=interval, pessimistic_estimate=pessimistic,
-            use_connect_dots=pessimistic,
-        ).self_compose(case.k)
+        dist = dp_accounting_pld([(case.sigma, case.q, case.k)], interval, pessimistic)
         key = "pessimistic" if pessimistic else "optimistic"
         out["remove"][key] = max(float(dist._pmf_remove.get_epsilon_for_delta(case.delta)), 0.0)
         out["add"][key] = max(float(dist._pmf_add.get_epsilon_for_delta(case.delta)), 0.0)

@@ -355,20 +355,27 @@ def audit(mechanism: Callable[..., Any], data: Any, neighbour: Any, *, delta: fl
         ``mechanism(data)``; it also gets ``rng=`` (a ``numpy.random.Generator``) if its
         signature has an ``rng`` parameter, and ``size=`` if it has a ``size`` parameter, in
         which case it must return ``size`` independent outputs at once (vectorised).
-    data, neighbour : the two neighbouring data sets (anything the mechanism accepts).
-    delta : the delta at which epsilon is lower-bounded, in [0, 1).
+    data, neighbour
+        the two neighbouring data sets (anything the mechanism accepts).
+    delta
+        the delta at which epsilon is lower-bounded, in [0, 1).
     statistic : callable, optional
         Maps what ONE call of ``mechanism`` returns to its scalar statistic (for a vectorised
         call, the batch to an array of ``size`` values). Default: the output as a float.
         +-inf is allowed, NaN is not.
     thresholds : array, optional
         A fixed family of thresholds; otherwise chosen on a pilot sample (see the module doc).
-    n_samples : draws per data set, at most ``MAX_SAMPLES`` (the pilot, if any, is
+    n_samples
+        draws per data set, at most ``MAX_SAMPLES`` (the pilot, if any, is
         ``pilot_fraction`` of them, at most 2e6). Memory is one batch plus the pilot.
-    confidence : probability that the returned bound holds (Clopper-Pearson + Bonferroni).
-    n_thresholds : thresholds kept from the pilot (the Bonferroni factor).
-    vectorised : force (True) or forbid (False) ``size=`` calls; None detects it.
-    seed : seeds the generator that drives every draw (pilot and evaluation).
+    confidence
+        probability that the returned bound holds (Clopper-Pearson + Bonferroni).
+    n_thresholds
+        thresholds kept from the pilot (the Bonferroni factor).
+    vectorised
+        force (True) or forbid (False) ``size=`` calls; None detects it.
+    seed
+        seeds the generator that drives every draw (pilot and evaluation).
 
     Returns
     -------

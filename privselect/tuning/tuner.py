@@ -127,7 +127,8 @@ class PrivateTuner:
     backend : str
         Where the runs execute ([`privselect.tuning.backends`][privselect.tuning.backends]): "sequential", "loky",
         "threading", "dask" or "ray"; the result does not depend on it.
-    progress : show a tqdm bar of runs done (off by default; it shows K to the operator).
+    progress
+        show a tqdm bar of runs done (off by default; it shows K to the operator).
     score_noise : ps.Gaussian or ps.Laplace, optional
         Noise the tuner adds to the trainer's raw score (noise scale = parameter x the
         mechanism's ``sensitivity``, the raw score's sensitivity); composed into ``privacy``.
@@ -146,7 +147,8 @@ class PrivateTuner:
         array or of a tuple of arrays).
     release : "refuse" (default) or "strip"
         What the release guard does with randomness state in the winner.
-    accountant : the accountant ``certify`` builds the base profile with; ``accountant_options``
+    accountant
+        the accountant ``certify`` builds the base profile with; ``accountant_options``
         are passed to it.
     """
 

@@ -90,17 +90,23 @@ class PrivateRegressorSelection(PrivateLinearRegressor):
 
     Parameters
     ----------
-    epsilon, delta : the privacy of the whole procedure (add/remove neighbours).
-    k : distribution of the number of runs; default ``ps.Logarithmic(mean=10)`` (eta = 0: Thm 5.2
+    epsilon, delta
+        the privacy of the whole procedure (add/remove neighbours).
+    k
+        distribution of the number of runs; default ``ps.Logarithmic(mean=10)`` (eta = 0: Thm 5.2
         then costs about 2 eps_Q rather than the geometric's 3 eps_Q).
     candidates : list of dicts ``{"method": name, ...}`` with ``name`` in `CANDIDATE_BUILDERS`
         (``"adassp"`` with ``rho``, ``ridge_scale``; ``"adaops"``; ``"ops-ptr"`` with
         ``alpha_scale``); default `DEFAULT_CANDIDATES`. Public, drawn uniformly per run.
-    validation_fraction : probability that a record is held out for scoring.
-    score_fraction : share of each run's eps_Q for the Laplace-noised score.
-    score_clip : the per-record squared error is clipped at ``score_clip`` B_y^2 (the score's
+    validation_fraction
+        probability that a record is held out for scoring.
+    score_fraction
+        share of each run's eps_Q for the Laplace-noised score.
+    score_clip
+        the per-record squared error is clipped at ``score_clip`` B_y^2 (the score's
         sensitivity).
-    n_max : optional public bound on the number of records (OPS-PTR's default ridge).
+    n_max
+        optional public bound on the number of records (OPS-PTR's default ridge).
 
     Notes
     -----

@@ -391,21 +391,29 @@ class OPSPTRRegressor(PrivateLinearRegressor):
 
     Parameters
     ----------
-    epsilon, delta : the total privacy of one fit (add/remove neighbours).
-    alpha : ridge strength; None (default) uses `default_ops_ptr_alpha` (public quantities:
+    epsilon, delta
+        the total privacy of one fit (add/remove neighbours).
+    alpha
+        ridge strength; None (default) uses `default_ops_ptr_alpha` (public quantities:
         the budget, d, ``n_max``), never below the mu floor. An explicit alpha that can never pass
         (below the mu floor without the eigenvalue release) raises ``ValueError`` at construction.
-    gamma : OPS inverse temperature; "auto" (default) takes the largest gamma the released bounds
+    gamma
+        OPS inverse temperature; "auto" (default) takes the largest gamma the released bounds
         allow (the test then passes unless no gamma > 0 does); a number is a fixed proposal.
-    eigen_fraction : share of ``epsilon`` for a private lower bound on lambda_min(X^T X); 0 (default)
+    eigen_fraction
+        share of ``epsilon`` for a private lower bound on lambda_min(X^T X); 0 (default)
         skips it. It pays only when lambda_min(X^T X) >> B_x^2 (1 + ln(1/(2 p_1))/eps_1): below
         that the released bound cannot raise h~ above alpha (docs/regression.md).
-    norm_fraction : share of ``epsilon`` for the private upper bound on log(B_y + B_x ||theta_hat||);
+    norm_fraction
+        share of ``epsilon`` for the private upper bound on log(B_y + B_x ||theta_hat||);
         the rest goes to OPS. ``delta`` is split as delta_ops = delta/2, p_1 = delta/8,
         p_2 = delta/4 (delta/2 and delta/2 without the eigenvalue bound).
-    n_max : optional public bound on the number of records, used only by the default alpha.
-    x_bound, y_bound : public bounds B_x, B_y (inputs are clipped, module docstring).
-    mode : "exact" (numerical OPS profile) or "safe" (closed form) for the test.
+    n_max
+        optional public bound on the number of records, used only by the default alpha.
+    x_bound, y_bound
+        public bounds B_x, B_y (inputs are clipped, module docstring).
+    mode
+        "exact" (numerical OPS profile) or "safe" (closed form) for the test.
 
     Notes
     -----

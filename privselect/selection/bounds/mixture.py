@@ -21,16 +21,17 @@ the base run:
   mu-GDP is exactly sqrt(k) mu-GDP (Dong, Roth, Su 2022, Cor. 3.3), one closed form per
   bucket from the base's exact mu^2;
 * everything else the PRV accountant reads: the base run's privacy-loss laws are truncated
-  and discretised ONCE (Gopi, Lee, Wutschitz 2021, Alg. 2) on one mesh, transformed once per
-  FFT size, and the buckets are mixed in the frequency domain, sum_j P_j R^{k_j} (R the run's
-  spectrum), in a few groups of buckets (k within a factor `_GROUP_RATIO`), one inverse FFT
-  per group. Each group is a `PRVCurve` of the PRV accountant whose bracket carries the accountant's
-  proven error terms (`privselect.accounting.prv`): the coupling width of the group's
-  largest k (the width grows with k, and delta~ is non-increasing, so one shift serves the
-  group), and the probability-weighted truncation, coupling-failure and wrap-around terms of
-  every k plus the floating-point bound of the mixed spectrum. Atoms are put on the lattice
-  without the accountant's mean shift (their offset is added to the mean error), so every
-  k-fold law lives on the same lattice h Z.
+  and discretised ONCE (Gopi, Lee, Wutschitz 2021, Alg. 2) on one mesh h and transformed once;
+  the buckets are mixed in the frequency domain, sum_j P_j R^{k_j} (R the run's spectrum), and
+  one inverse FFT gives the whole mixture. The accountant's bracket (GLW eq. (8),
+  `privselect.accounting.prv`) of bucket j shifts its loss by the coupling width s_j of k_j
+  runs; the shift is applied in the frequency domain, rounded up to whole cells (m_j h >= s_j:
+  delta~ is non-increasing, so the larger shift is still an upper bound), and to the left for
+  the lower side: two inverse FFTs, two `PRVCurve`s of the PRV accountant with no further eps
+  slack. Their delta slack carries the accountant's proven terms for every k (truncation,
+  coupling failure, wrap-around at this window), weighted by P_j, plus a floating-point bound
+  on the mixed spectrum. Atoms are put on the lattice without the accountant's mean shift
+  (their offset is added to the mean error), so every k-fold law lives on the same lattice h Z.
 """
 
 from __future__ import annotations
@@ -57,16 +58,13 @@ from .registry import register_bound
 
 __all__ = ["k_mixture_profile", "KMixtureCurve", "K_MIXTURE"]
 
-#: Buckets whose ends lie within this factor share one inverse FFT (and the coupling width of
-#: the largest): the width grows like sqrt(k), so a small k pays at most sqrt(4) = 2x its own.
-_GROUP_RATIO = 4.0
 #: Relative inflation of the bucket probabilities: covers the rounding of K's pmf and of the
 #: bucket sums (relative errors of order 1e-13 at k ~ 1e7) with a wide margin.
 _PROBABILITY_MARGIN = 1e-9
 #: PRV accuracy: eps_error = this x an RDP upper bound on eps(target_delta) of the k-fold run at
 #: the bucket that dominates at target_delta (the PRV accountant's default relative accuracy).
 _REL_EPS_ERROR = 1.5e-3
-#: Largest FFT size of one group (memory guard).
+#: Largest FFT size of the mixture (memory guard).
 _MAX_POINTS = 1 << 23
 
 
@@ -143,7 +141,7 @@ class KMixtureCurve(DirectionalCurve):
     """One direction: sum_i w_i delta_i(eps) + P[K = 0] (1 - e^eps)_+ + P[K > k_max].
 
     ``parts`` are (weight, curve) pairs: a bucket's k-fold curve with weight P[K in bucket], or a
-    group curve that already carries its buckets' probabilities (weight 1).
+    mixture curve that already carries the buckets' probabilities (weight 1).
     """
 
     def __init__(self, direction: str, parts: Sequence[tuple[float, DirectionalCurve]], p_zero: float,
@@ -191,16 +189,6 @@ def _gaussian_bucket_curves(base: Mechanism, ends: np.ndarray) -> list[GaussianC
 # ----------------------------------------------------------------------------------------
 # Buckets from one PRV discretisation
 # ----------------------------------------------------------------------------------------
-
-
-def _groups(ends: np.ndarray) -> list[np.ndarray]:
-    """Indices of the bucket ends, grouped so that max/min <= _GROUP_RATIO within a group."""
-    out, start = [], 0
-    for j in range(1, len(ends) + 1):
-        if j == len(ends) or ends[j] > _GROUP_RATIO * ends[start]:
-            out.append(np.arange(start, j))
-            start = j
-    return out
 
 
 class _RunLaw:
@@ -268,28 +256,44 @@ def _run_law(components, k_ref: int, k_max: int, eps_target: float, delta_error:
     return law
 
 
-def _group_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction: str,
-                 delta_error: float) -> PRVCurve:
-    """sum_j P_j delta~_{k_j} of one group of buckets from one inverse FFT, with its proven bracket."""
+class _BracketCurve(DirectionalCurve):
+    """The lower side of one curve and the upper side of another (both certified for one direction)."""
+
+    def __init__(self, lower: DirectionalCurve, upper: DirectionalCurve, error_budget: ErrorBudget) -> None:
+        self.lower, self.upper, self.error_budget = lower, upper, error_budget
+        self.direction = upper.direction
+
+    def delta_bounds(self, eps):
+        e = np.asarray(eps, dtype=float)
+        return self.lower.delta_bounds(e)[0], self.upper.delta_bounds(e)[1]
+
+
+def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction: str,
+                   delta_error: float) -> _BracketCurve:
+    """sum_j P_j delta_{k_j} of one direction from one forward and two inverse FFTs, with its proven bracket."""
     h, cells = law.h, law.cells
     eta0, eta2 = 0.5 * delta_error, 0.25 * delta_error
-    per_k = []
-    for k in ends:
-        scaled = law.scaled(int(k))
-        orders = law.orders(int(k), eta2 / 2)
+    buckets = []  # (k, cells of k runs, Chernoff orders, cells of the eps shift, coupling-failure prob.)
+    lower, upper = math.inf, -math.inf
+    for k in (int(k) for k in ends):
+        scaled = law.scaled(k)
+        orders = law.orders(k, eta2 / 2)
         width, eta0_used, _ = _coupling(scaled, h, eta0)
-        bias = sum(c.count * c.mean_error for c in scaled)
-        per_k.append((scaled, orders, width + bias, eta0_used, _window(scaled, h, eta2, orders)))
-    lower = min(w[0] for *_, w in per_k)
-    upper = max(w[1] for *_, w in per_k)
+        shift = width + sum(c.count * c.mean_error for c in scaled)  # GLW eq. (8)'s eps_error for k runs
+        cells_shift = int(math.ceil(shift / h))
+        while cells_shift * h < shift:
+            cells_shift += 1
+        a, b = _window(scaled, h, eta2, orders)
+        lower, upper = min(lower, a - cells_shift * h), max(upper, b + cells_shift * h)
+        buckets.append((k, scaled, orders, cells_shift, eta0_used))
     j_a = int(math.floor(lower / h + 1e-9))
     needed = int(math.ceil(upper / h - 1e-9)) - j_a + 1
     n = scipy.fft.next_fast_len(max(needed, 16), real=True)
     if n > _MAX_POINTS:
-        raise ValueError(f"a bucket group needs {n} FFT points (> {_MAX_POINTS})")
+        raise ValueError(f"the K-mixture window needs {n} FFT points (> {_MAX_POINTS})")
     j_a -= (n - needed) // 2
     t0 = j_a * h
-    # one spectrum per law at this size: |P_i| and arg P_i
+    # one spectrum per law: |P_i| and arg P_i
     e_inf = _FFT_STAGE_ULPS * _U * math.log2(n)
     log_abs_run = np.zeros(n // 2 + 1)  # log |R|, R = prod_i P_i^{c_i}
     phase_run = np.zeros(n // 2 + 1)
@@ -306,54 +310,63 @@ def _group_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction: s
         log_err_one += np.log(absval + e_inf)
     run_total = sum(c.count for c in cells)
     m = np.arange(n // 2 + 1, dtype=np.int64)
-    mixed = np.zeros(n // 2 + 1, dtype=complex)
+    mixed = {+1: np.zeros(n // 2 + 1, dtype=complex), -1: np.zeros(n // 2 + 1, dtype=complex)}
     magnitude = np.zeros(n // 2 + 1)  # sum_j P_j |R|^{k_j}
     entry_err = np.zeros(n // 2 + 1)
     dropped = 0.0  # per entry: an entry set to 0 had exact magnitude <= prod (|P^_i| + e)^{k c_i} < floor
-    for (k, p), (scaled, *_rest) in zip(zip(ends, probs), per_k):
-        k = int(k)
-        keep = np.flatnonzero(k * log_err_run > math.log(_SPECTRUM_FLOOR))
+    # entries from the last one above the floor on are dropped: a prefix per bucket, shrinking with k
+    for (k, scaled, _orders, cells_shift, _e0), p in zip(buckets, probs):
+        kept = np.flatnonzero(k * log_err_run > math.log(_SPECTRUM_FLOOR))
+        size = int(kept[-1]) + 1 if kept.size else 0
         dropped += p * _SPECTRUM_FLOOR
-        shift = (sum(c.count * c.lo for c in scaled) - j_a) % n  # the k-fold pmf starts at this buffer index
-        roll = -2.0 * math.pi * ((m[keep] * shift) % n) / n
+        keep = slice(0, size)
         power = np.exp(k * log_abs_run[keep])
-        mixed[keep] += p * power * np.exp(1j * (k * phase_run[keep] + roll))
+        angle = k * phase_run[keep]
+        start = sum(c.count * c.lo for c in scaled) - j_a  # buffer index of the k-fold pmf's first cell
+        for side in (+1, -1):  # the pmf moved right (upper side) or left (lower side) by cells_shift cells
+            roll = (m[keep] * ((start + side * cells_shift) % n)) % n
+            mixed[side][keep] += p * power * np.exp(1j * (angle - (2 * math.pi / n) * roll))
         magnitude[keep] += p * power
-        # accountant's bounds (prv._compose): spectra, powering, the roll and the scaling by k
+        # the accountant's bounds (prv._compose): spectra, powering, the roll and the scaling by k
         weights = np.exp(k * log_err_run[keep] - log_err_one[keep]) * (1 + e_inf) ** len(cells)
-        entry_err[keep] += p * (k * run_total * e_inf * weights
-                                + ((2 + math.pi) * k * run_total + 400) * 2 * _U * power)
+        entry_err[keep] += p * (k * run_total * e_inf * weights + ((2 + math.pi) * k * run_total + 400) * 2 * _U * power)
     entry_err += (len(ends) + 2) * _U * magnitude + dropped  # the probability-weighted sum; dropped entries
-    pmf = scipy.fft.irfft(mixed, n)
     fp_fft = math.sqrt(2.0 * float(np.sum(entry_err ** 2)))  # Parseval: l1 of the time-domain error
-    fp_ifft = _FFT_STAGE_ULPS * _U * math.log2(n) * 2.0 * float(np.sum(np.abs(mixed)))
-    fp_fft += fp_ifft
-    # per bucket: truncation (exact tails), coupling failure, wrap-around (Chernoff at this window)
-    eta1 = [sum(c.count * c.tail for c in scaled) for scaled, *_ in per_k]
-    eta2 = [_tail_bound(scaled, h, t0 - h / 2, t0 + (n - 0.5) * h, orders) for scaled, orders, *_ in per_k]
-    weighted = math.fsum(p * (e0 + e1 + e2) for p, (*_a, e0, _w), e1, e2 in zip(probs, per_k, eta1, eta2))
-    fp_pmf = math.fsum(p * sum(c.count * c.pmf_error for c in scaled) for p, (scaled, *_) in zip(probs, per_k))
-    rel_error = max(math.expm1(sum(c.count * math.log1p(c.pmf_rel_error) for c in scaled) + (3 * n + 17) * _U)
-                    for scaled, *_ in per_k)
-    negative = float(-np.sum(pmf[pmf < 0]))
+    fp_fft += _FFT_STAGE_ULPS * _U * math.log2(n) * 2.0 * float(max(np.sum(np.abs(v)) for v in mixed.values()))
+    pmfs = {side: scipy.fft.irfft(spectrum, n) for side, spectrum in mixed.items()}
+    # per bucket: truncation (exact tails), coupling failure, wrap-around (Chernoff at both placements)
+    weighted = 0.0
+    for (k, scaled, orders, cells_shift, eta0_used), p in zip(buckets, probs):
+        eta1 = sum(c.count * c.tail for c in scaled)
+        eta2_used = max(_tail_bound(scaled, h, t0 - h / 2 - side * cells_shift * h,
+                                    t0 + (n - 0.5) * h - side * cells_shift * h, orders) for side in (+1, -1))
+        weighted += p * (eta0_used + eta1 + eta2_used)
+    fp_pmf = math.fsum(p * sum(c.count * c.pmf_error for c in b[1]) for b, p in zip(buckets, probs))
+    rel_error = max(math.expm1(sum(c.count * math.log1p(c.pmf_rel_error) for c in b[1]) + (3 * n + 17) * _U)
+                    for b in buckets)
+    negative = max(float(-np.sum(pmf[pmf < 0])) for pmf in pmfs.values())
     fp = fp_fft + fp_pmf
     if negative > fp_fft:
         fp = max(fp, 4 * negative + fp_pmf)
-    np.maximum(pmf, 0.0, out=pmf)
-    eps_error = max(s for _s, _o, s, _e, _w in per_k)
     delta_total = weighted + fp
-    budget = ErrorBudget(eps_error=float(eps_error), delta_error=float(delta_total), min_delta=float(2 * delta_total),
-                         details=(("k_min", float(ends[0])), ("k_max", float(ends[-1])), ("mesh", h),
-                                  ("points", float(n)), ("delta_fp", fp), ("delta_eta", weighted)))
-    top = math.fsum(c.count * float(c.loss.support[1]) for c in per_k[-1][0])
+    top = math.fsum(c.count * float(c.loss.support[1]) for c in buckets[-1][1])
     top = max(top, 0.0) + 8 * _U * abs(top) + 1e-300 if math.isfinite(top) else math.inf
-    return PRVCurve(direction=direction, t0=t0, h=h, pmf=pmf, log_finite=0.0, eps_error=eps_error,
-                    delta_error=delta_total, rel_error=rel_error, error_budget=budget, top=top)
+    largest_shift = max(b[3] for b in buckets) * h
+    budget = ErrorBudget(eps_error=float(largest_shift), delta_error=float(delta_total),
+                         min_delta=float(2 * delta_total),
+                         details=(("mesh", h), ("points", float(n)), ("largest_shift", largest_shift),
+                                  ("delta_fp", fp), ("delta_eta", weighted)))
+    curves = {}
+    for side, pmf in pmfs.items():
+        np.maximum(pmf, 0.0, out=pmf)
+        curves[side] = PRVCurve(direction=direction, t0=t0, h=h, pmf=pmf, log_finite=0.0, eps_error=0.0,
+                                delta_error=delta_total, rel_error=rel_error, error_budget=budget, top=top)
+    return _BracketCurve(curves[-1], curves[+1], budget)
 
 
 def _prv_mixture_curves(base: Mechanism, ends: np.ndarray, probs: np.ndarray, k_ref: int, target_delta: float,
                         rel_eps_error: float) -> list[tuple[str, list[tuple[float, DirectionalCurve]]]]:
-    """Per direction, the group curves of the buckets from one discretisation of the base run."""
+    """Per direction, the mixture curve of the buckets from one discretisation of the base run."""
     parts = readable_losses(base)
     if any(losses.remove.inf_mass > 0 or losses.add.inf_mass > 0 for losses, _ in parts):
         raise UnsupportedMechanismError("the one-discretisation K-mixture needs finite privacy losses "
@@ -371,8 +384,7 @@ def _prv_mixture_curves(base: Mechanism, ends: np.ndarray, probs: np.ndarray, k_
         components = [(getattr(losses, "remove" if direction == "both" else direction), count)
                       for losses, count in parts]
         law = _run_law(components, k_ref, int(ends[-1]), eps_target, delta_error)
-        curves = [(1.0, _group_curve(law, ends[g], probs[g], direction, delta_error)) for g in _groups(ends)]
-        out.append((direction, curves))
+        out.append((direction, [(1.0, _mixture_curve(law, ends, probs, direction, delta_error))]))
     return out
 
 

@@ -64,6 +64,9 @@ _PROBABILITY_MARGIN = 1e-9
 #: PRV accuracy: eps_error = this x an RDP upper bound on eps(target_delta) of the k-fold run at
 #: the bucket that dominates at target_delta (the PRV accountant's default relative accuracy).
 _REL_EPS_ERROR = 1.5e-3
+#: The curves are read on blocks of cells whose width adds at most this fraction of the targeted
+#: eps error (see _mixture_curve).
+_BLOCK_SLACK = 0.02
 #: Largest FFT size of the mixture (memory guard).
 _MAX_POINTS = 1 << 23
 
@@ -194,8 +197,8 @@ def _gaussian_bucket_curves(base: Mechanism, ends: np.ndarray) -> list[GaussianC
 class _RunLaw:
     """The base run's discretised privacy-loss laws (one direction) and their Chernoff data."""
 
-    def __init__(self, cells: list[_Cells], h: float) -> None:
-        self.cells, self.h = cells, h
+    def __init__(self, cells: list[_Cells], h: float, eps_target: float) -> None:
+        self.cells, self.h, self.eps_target = cells, h, eps_target
         self._log_mgf: dict[tuple[float, float], float] = {}
         self._coarse: dict[float, np.ndarray] = {}
 
@@ -247,7 +250,7 @@ def _run_law(components, k_ref: int, k_max: int, eps_target: float, delta_error:
             # no mean shift: every k-fold law on h Z; the atoms' offset joins the mean error (proven bound)
             cells.append(dataclasses.replace(c, shift=0.0, mean_error=c.mean_error + abs(c.shift) * (1 + 4 * _U),
                                              extra={}))
-        law = _RunLaw(cells, h)
+        law = _RunLaw(cells, h, eps_target)
         scaled = law.scaled(k_ref)
         achieved = _coupling(scaled, h, eta0)[0] + sum(c.count * c.mean_error for c in scaled)
         if achieved <= 1.5 * eps_target:
@@ -351,16 +354,24 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     delta_total = weighted + fp
     top = math.fsum(c.count * float(c.loss.support[1]) for c in buckets[-1][1])
     top = max(top, 0.0) + 8 * _U * abs(top) + 1e-300 if math.isfinite(top) else math.inf
-    largest_shift = max(b[3] for b in buckets) * h
+    # The curves are read on blocks of B cells, each block's mass at its right end (upper side) or
+    # its left end (lower side): delta~(eps) = sum_t p_t (1 - e^{eps - t})_+ grows with t, so both
+    # sides stay bounds, at an extra eps slack of (B - 1) h, here <= 2% of the targeted eps error.
+    block = max(1, 1 + int(_BLOCK_SLACK * law.eps_target / h))
+    largest_shift = max(b[3] for b in buckets) * h + (block - 1) * h
     budget = ErrorBudget(eps_error=float(largest_shift), delta_error=float(delta_total),
                          min_delta=float(2 * delta_total),
-                         details=(("mesh", h), ("points", float(n)), ("largest_shift", largest_shift),
-                                  ("delta_fp", fp), ("delta_eta", weighted)))
+                         details=(("mesh", h), ("points", float(n)), ("block", float(block)),
+                                  ("largest_shift", largest_shift), ("delta_fp", fp), ("delta_eta", weighted)))
+    rel_error = (1 + rel_error) * (1 + block * _U) - 1  # the block sums (non-negative terms)
     curves = {}
     for side, pmf in pmfs.items():
         np.maximum(pmf, 0.0, out=pmf)
-        curves[side] = PRVCurve(direction=direction, t0=t0, h=h, pmf=pmf, log_finite=0.0, eps_error=0.0,
-                                delta_error=delta_total, rel_error=rel_error, error_budget=budget, top=top)
+        coarse = np.concatenate([pmf, np.zeros((-n) % block)]).reshape(-1, block).sum(axis=1)
+        start = t0 + (block - 1) * h if side > 0 else t0
+        curves[side] = PRVCurve(direction=direction, t0=start, h=block * h, pmf=coarse, log_finite=0.0,
+                                eps_error=0.0, delta_error=delta_total, rel_error=rel_error, error_budget=budget,
+                                top=top)
     return _BracketCurve(curves[-1], curves[+1], budget)
 
 

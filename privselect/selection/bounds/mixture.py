@@ -233,6 +233,17 @@ class _RunLaw:
         return self._log_mgf[key]
 
 
+def _snapped_to_atoms(h: float, components) -> float:
+    """The largest mesh <= h with every atom on the lattice, where the atoms sit at +-a for one a
+    (Laplace, randomized response, pure DP); else h. Atoms on the lattice cost no mean error."""
+    magnitudes = np.concatenate([np.abs(loss.atoms().locations) for loss, _ in components])
+    if magnitudes.size == 0 or not np.allclose(magnitudes, magnitudes[0], rtol=1e-12, atol=0.0) \
+            or not magnitudes[0] > 0:
+        return h
+    a = float(magnitudes[0])
+    return a / math.ceil(a / h)
+
+
 def _run_law(components, k_ref: int, k_max: int, eps_target: float, delta_error: float) -> _RunLaw:
     """Truncate (for k_max runs) and discretise the run's laws on a mesh sized at k_ref runs."""
     run_total = sum(count for _, count in components)
@@ -244,6 +255,7 @@ def _run_law(components, k_ref: int, k_max: int, eps_target: float, delta_error:
     eta0 = 0.5 * delta_error
     h = _planned_mesh([(loss, count * k_ref) for loss, count in components], tails, eps_target, eta0)
     for _ in range(4):  # the atoms' offsets (below) are not in the plan: refine while they dominate
+        h = _snapped_to_atoms(h, components)
         cells = []
         for (loss, count), tl in zip(components, tails):
             c = _discretise(loss, count, h, tl, _MAX_POINTS)
@@ -309,8 +321,9 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
         with np.errstate(divide="ignore"):
             log_abs_run += c.count * np.log(absval)
         phase_run += c.count * np.angle(spec)
-        log_err_run += c.count * np.log(absval + e_inf)
-        log_err_one += np.log(absval + e_inf)
+        log_err = np.log(absval + e_inf)
+        log_err_run += c.count * log_err
+        log_err_one += log_err
     run_total = sum(c.count for c in cells)
     m = np.arange(n // 2 + 1, dtype=np.int64)
     mixed = {+1: np.zeros(n // 2 + 1, dtype=complex), -1: np.zeros(n // 2 + 1, dtype=complex)}

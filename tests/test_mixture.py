@@ -90,3 +90,22 @@ def test_one_prv_discretisation_against_one_accountant_per_bucket(base):
     for delta in (1e-4, 1e-6):
         lower, upper = per_bucket.epsilon_bounds(delta)
         assert lower <= ours.epsilon(delta) <= 1.01 * upper
+
+
+def test_small_delta_certificate_from_the_shared_discretisation_in_long_double():
+    """certify sizes the discretisation for the asked delta (long double below the double floor)
+    and K's tail for it; checked against one PRV profile per bucket built for the same delta."""
+    base, k_dist, delta = ps.Gaussian(1.0).poisson_subsample(0.2).compose(5), ps.Binomial(12, 0.5), 1e-11
+    cert = ps.certify(base, k_dist, delta, bound="mixture")
+    assert cert.method == "mixture" and "one discretisation" in cert.notes[-1]
+    ks = np.arange(1, 13)
+    profiles = [ps.privacy_profile(base.compose(int(k)), accountant="prv", target_delta=delta) for k in ks]
+    pk = k_dist.pmf(ks)
+
+    def per_bucket(eps, side):  # sum_k P[K = k] delta_k(eps): certified lower (0) or upper (1) side
+        return sum(p * prof.delta_bounds(eps)[side] for p, prof in zip(pk, profiles))
+
+    assert per_bucket(cert.epsilon, 0) <= delta  # sound: the truth at our eps is at most delta
+    assert per_bucket(0.995 * cert.epsilon, 1) > delta  # tight: per-bucket eps is above 0.995 x ours
+    with pytest.raises(ps.CertificationError, match="cannot reach delta=1e-15"):
+        ps.certify(ps.Gaussian(2.0), ps.Geometric(mean=10), 1e-15, bound="mixture")

@@ -30,6 +30,8 @@ __all__ = ["Certificate", "certify", "FAMILIES", "RELEASE_ALL"]
 FAMILIES = ("profile", "rdp")
 #: "mixture": K runs with everything released (K itself, every run); only on request.
 RELEASE_ALL = "mixture"
+#: Largest P[K > k_max] the K-mixture certificate adds to delta (at most 1e-3 delta).
+_MIXTURE_TAIL = 1e-12
 
 
 def _json_number(value: float) -> float | str:
@@ -233,8 +235,22 @@ def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, acc
                             options: dict[str, Any]) -> Certificate:
     """K runs with everything released: the K-mixture bound (joint convexity; [`mixture`][privselect.selection.bounds.mixture])."""
     entry = law_bound(k, RELEASE_ALL)
-    profile = entry.rule(base, k, accountant=accountant, **options)
-    epsilon = float(profile.epsilon(delta))
+    notes: tuple[str, ...] = ()
+    # sized for this delta: the discretisation's accuracy, and K's tail beyond k_max (added to delta) << delta
+    options = {"target_delta": delta, "tail": min(_MIXTURE_TAIL, 1e-3 * delta), **options}
+    try:
+        profile = entry.rule(base, k, accountant=accountant, **options)
+        epsilon = float(profile.epsilon(delta))
+    except CertificationError as exc:  # delta below its floor: one profile per bucket
+        notes = (f"mixture: {exc}; one {accountant} profile per bucket instead",)
+        profile = entry.rule(base, k, accountant=accountant, **{**options, "shared": False})
+        epsilon = float(profile.epsilon(delta))
+    if not math.isfinite(epsilon):
+        raise CertificationError(
+            f"the K-mixture certificate cannot reach delta={delta:g}: its delta slack (K's tail beyond k_max, "
+            f"the rounding of K's probabilities and the accounting) is {profile.error_budget.delta_error:.3g}; "
+            "use a larger delta")
     return Certificate(epsilon=epsilon, delta=delta, method=RELEASE_ALL, bound=entry.theorem,
                        alternatives={RELEASE_ALL: epsilon}, k=k, base=base, accountant=accountant,
-                       error_budget=profile.error_budget, notes=(f"buckets: {dict(profile.metadata)['bucket_profiles']}",))
+                       error_budget=profile.error_budget,
+                       notes=notes + (f"buckets: {dict(profile.metadata)['bucket_profiles']}",))

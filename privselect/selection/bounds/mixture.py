@@ -67,6 +67,8 @@ _REL_EPS_ERROR = 1.5e-3
 #: The curves are read on blocks of cells whose width adds at most this fraction of the targeted
 #: eps error (see _mixture_curve).
 _BLOCK_SLACK = 0.02
+#: Recompose in long double when the double-precision delta slack exceeds this fraction of target_delta.
+_EXTENDED_ABOVE = 0.01
 #: Largest FFT size of the mixture (memory guard).
 _MAX_POINTS = 1 << 23
 
@@ -284,8 +286,12 @@ class _BracketCurve(DirectionalCurve):
 
 
 def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction: str,
-                   delta_error: float) -> _BracketCurve:
-    """sum_j P_j delta_{k_j} of one direction from one forward and two inverse FFTs, with its proven bracket."""
+                   delta_error: float, extended: bool = False) -> _BracketCurve:
+    """sum_j P_j delta_{k_j} of one direction from one forward and two inverse FFTs, with its proven bracket.
+
+    ``extended``: transforms, powers and phases in ``np.longdouble`` (as the PRV accountant does
+    below its double-precision floor): the floating-point terms shrink with its unit roundoff.
+    """
     h, cells = law.h, law.cells
     eta0, eta2 = 0.5 * delta_error, 0.25 * delta_error
     buckets = []  # (k, cells of k runs, Chernoff orders, cells of the eps shift, coupling-failure prob.)
@@ -308,25 +314,28 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
         raise ValueError(f"the K-mixture window needs {n} FFT points (> {_MAX_POINTS})")
     j_a -= (n - needed) // 2
     t0 = j_a * h
+    real = np.longdouble if extended else np.float64
+    unit = float(np.finfo(real).eps) / 2
+    two_pi = 8 * np.arctan(real(1))  # 2 pi to the working precision
     # one spectrum per law: |P_i| and arg P_i
-    e_inf = _FFT_STAGE_ULPS * _U * math.log2(n)
-    log_abs_run = np.zeros(n // 2 + 1)  # log |R|, R = prod_i P_i^{c_i}
-    phase_run = np.zeros(n // 2 + 1)
+    e_inf = _FFT_STAGE_ULPS * unit * math.log2(n)
+    log_abs_run = np.zeros(n // 2 + 1, dtype=real)  # log |R|, R = prod_i P_i^{c_i}
+    phase_run = np.zeros(n // 2 + 1, dtype=real)
     log_err_run = np.zeros(n // 2 + 1)  # sum_i c_i log(|P_i| + e)
     log_err_one = np.zeros(n // 2 + 1)  # sum_i log(|P_i| + e)
     for c in cells:
         q = c.pmf if c.pmf.size <= n else np.bincount(np.arange(c.pmf.size) % n, weights=c.pmf, minlength=n)
-        spec = scipy.fft.rfft(q, n)
+        spec = scipy.fft.rfft(q.astype(real), n)
         absval = np.abs(spec)
         with np.errstate(divide="ignore"):
             log_abs_run += c.count * np.log(absval)
         phase_run += c.count * np.angle(spec)
-        log_err = np.log(absval + e_inf)
+        log_err = np.log(absval.astype(float) + e_inf)
         log_err_run += c.count * log_err
         log_err_one += log_err
     run_total = sum(c.count for c in cells)
     m = np.arange(n // 2 + 1, dtype=np.int64)
-    mixed = {+1: np.zeros(n // 2 + 1, dtype=complex), -1: np.zeros(n // 2 + 1, dtype=complex)}
+    mixed = {side: np.zeros(n // 2 + 1, dtype=np.clongdouble if extended else complex) for side in (+1, -1)}
     magnitude = np.zeros(n // 2 + 1)  # sum_j P_j |R|^{k_j}
     entry_err = np.zeros(n // 2 + 1)
     dropped = 0.0  # per entry: an entry set to 0 had exact magnitude <= prod (|P^_i| + e)^{k c_i} < floor
@@ -340,16 +349,17 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
         angle = k * phase_run[keep]
         start = sum(c.count * c.lo for c in scaled) - j_a  # buffer index of the k-fold pmf's first cell
         for side in (+1, -1):  # the pmf moved right (upper side) or left (lower side) by cells_shift cells
-            roll = (m[keep] * ((start + side * cells_shift) % n)) % n
-            mixed[side][keep] += p * power * np.exp(1j * (angle - (2 * math.pi / n) * roll))
+            roll = ((m[keep] * ((start + side * cells_shift) % n)) % n).astype(real)
+            mixed[side][keep] += real(p) * power * np.exp(1j * (angle - two_pi * roll / n))
+        power = power.astype(float)
         magnitude[keep] += p * power
         # the accountant's bounds (prv._compose): spectra, powering, the roll and the scaling by k
         weights = np.exp(k * log_err_run[keep] - log_err_one[keep]) * (1 + e_inf) ** len(cells)
-        entry_err[keep] += p * (k * run_total * e_inf * weights + ((2 + math.pi) * k * run_total + 400) * 2 * _U * power)
-    entry_err += (len(ends) + 2) * _U * magnitude + dropped  # the probability-weighted sum; dropped entries
+        entry_err[keep] += p * (k * run_total * e_inf * weights + ((2 + math.pi) * k * run_total + 400) * 2 * unit * power)
+    entry_err += (len(ends) + 2) * unit * magnitude + dropped  # the probability-weighted sum; dropped entries
     fp_fft = math.sqrt(2.0 * float(np.sum(entry_err ** 2)))  # Parseval: l1 of the time-domain error
-    fp_fft += _FFT_STAGE_ULPS * _U * math.log2(n) * 2.0 * float(max(np.sum(np.abs(v)) for v in mixed.values()))
-    pmfs = {side: scipy.fft.irfft(spectrum, n) for side, spectrum in mixed.items()}
+    fp_fft += _FFT_STAGE_ULPS * unit * math.log2(n) * 2.0 * float(max(np.sum(np.abs(v)) for v in mixed.values()))
+    pmfs = {side: scipy.fft.irfft(spectrum, n).astype(float) for side, spectrum in mixed.items()}
     # per bucket: truncation (exact tails), coupling failure, wrap-around (Chernoff at both placements)
     weighted = 0.0
     for (k, scaled, orders, cells_shift, eta0_used), p in zip(buckets, probs):
@@ -358,7 +368,8 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
                                     t0 + (n - 0.5) * h - side * cells_shift * h, orders) for side in (+1, -1))
         weighted += p * (eta0_used + eta1 + eta2_used)
     fp_pmf = math.fsum(p * sum(c.count * c.pmf_error for c in b[1]) for b, p in zip(buckets, probs))
-    rel_error = max(math.expm1(sum(c.count * math.log1p(c.pmf_rel_error) for c in b[1]) + (3 * n + 17) * _U)
+    # cell masses (hybrid argument), the curve's sums, and the rounding of the pmf to double
+    rel_error = max(math.expm1(sum(c.count * math.log1p(c.pmf_rel_error) for c in b[1]) + (3 * n + 19) * _U)
                     for b in buckets)
     negative = max(float(-np.sum(pmf[pmf < 0])) for pmf in pmfs.values())
     fp = fp_fft + fp_pmf
@@ -408,7 +419,10 @@ def _prv_mixture_curves(base: Mechanism, ends: np.ndarray, probs: np.ndarray, k_
         components = [(getattr(losses, "remove" if direction == "both" else direction), count)
                       for losses, count in parts]
         law = _run_law(components, k_ref, int(ends[-1]), eps_target, delta_error)
-        out.append((direction, [(1.0, _mixture_curve(law, ends, probs, direction, delta_error))]))
+        curve = _mixture_curve(law, ends, probs, direction, delta_error)
+        if curve.error_budget.delta_error > _EXTENDED_ABOVE * target_delta:  # the double floor is too high
+            curve = _mixture_curve(law, ends, probs, direction, delta_error, extended=True)
+        out.append((direction, [(1.0, curve)]))
     return out
 
 
@@ -419,12 +433,7 @@ def _prv_mixture_curves(base: Mechanism, ends: np.ndarray, probs: np.ndarray, k_
 
 def _bucket_profile(mechanism: Mechanism, accountant: str, options: dict[str, Any]) -> PrivacyProfile:
     """One bucket's profile from the named accountant (the fallback: one build per bucket)."""
-    if accountant != "auto" or options:
-        return privacy_profile(mechanism, accountant=accountant, **options)
-    try:
-        return privacy_profile(mechanism, accountant="prv")
-    except (ValueError, ArithmeticError):
-        return privacy_profile(mechanism, accountant="auto")
+    return privacy_profile(mechanism, accountant=accountant, **options)
 
 
 def _reference_k(ends: np.ndarray, probs: np.ndarray, p_zero: float, target_delta: float) -> int:
@@ -439,8 +448,8 @@ K_MIXTURE = "mixture of k-fold compositions (K released; joint convexity)"
 
 @register_bound(KDistribution, "mixture", K_MIXTURE)
 def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1e-12, bucket_ratio: float = 1.1,
-                      accountant: str = "auto", target_delta: float = 1e-6, **accountant_options: Any
-                      ) -> PrivacyProfile:
+                      accountant: str = "auto", target_delta: float = 1e-6, shared: bool = True,
+                      **accountant_options: Any) -> PrivacyProfile:
     """Profile of K runs of ``base`` with everything released (K, every run, adaptive choices).
 
     ``tail`` bounds P[K > k_max] (added to delta); every k up to 32 is its own bucket, then
@@ -448,9 +457,10 @@ def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1
     description of the base run (module docstring): the closed form for compositions of
     Gaussian mechanisms (``accountant`` "auto" or "exact"), else one PRV discretisation
     (``accountant`` "auto" or "prv"; its accuracy is sized for queries near ``target_delta``).
-    Other accountants, accountant options, or a base the shared discretisation cannot read
-    (e.g. an ApproxDP part) build one profile per bucket; with "auto" that fallback is recorded
-    in the profile's metadata ("bucket_profiles").
+    ``shared=False``, other accountants, accountant options, or a base the shared
+    discretisation cannot read (e.g. an ApproxDP part) build one profile per bucket with
+    ``accountant`` (slower; "auto" then answers every delta); the profile's metadata says which
+    ("bucket_profiles").
     """
     if not isinstance(base, Mechanism):
         raise TypeError("the K-mixture bound composes the base run: give a Mechanism, not a built profile")
@@ -461,7 +471,9 @@ def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1
     info = (("buckets", float(len(ends))),)
     source = None
     directions: list[tuple[str, list[tuple[float, DirectionalCurve]]]] = []
-    if not accountant_options and accountant in ("auto", "exact") and get_accountant("exact").supports(base) is None:
+    if not shared:
+        source = f"{accountant} per bucket (shared=False)"
+    elif not accountant_options and accountant in ("auto", "exact") and get_accountant("exact").supports(base) is None:
         curves = _gaussian_bucket_curves(base, ends)
         directions, source = [("both", list(zip(probs, curves)))], "exact (sqrt(k) mu-GDP per bucket)"
     elif not accountant_options and accountant in ("auto", "prv"):

@@ -68,6 +68,11 @@ class PRV(Accountant):
         self.options = options
         self._impl = PRVAccountant(**options)  # validates the options now
 
+    def floor_hint(self) -> float:
+        """The requested delta error: the floor is twice the achieved one (GLW Thm 5.5), about this."""
+        impl = self._impl
+        return impl.delta_error if impl.delta_error is not None else impl.target_delta / 1000
+
     def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
         from .prv import readable_losses
 

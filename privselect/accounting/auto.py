@@ -19,7 +19,9 @@ Which accountants run (chosen cheaply, never all of them blindly):
 
    delta(eps) queries (large vectors: plots, selection bounds, dominating pairs) use the first two
    tiers, and CF only where a PRV could not be built; eps(delta) queries (a few points, and the
-   tightness that certificates need) build the last two together. From 1e5 compositions on,
+   tightness that certificates need) use CF next and the small-delta PRV last, where CF's
+   bracket is loose (wider than 2% + 1e-3) or CF cannot certify. An accountant whose floor is
+   known in advance to lie above every delta asked is not built. From 1e5 compositions on,
    CF (whose cost barely grows with the count) and RDP run first, the two PRVs only as fallback.
 
    "Near" means: for delta(eps), the best upper delta is within 1e3 of the floor; for
@@ -59,6 +61,8 @@ _DELTA_MARGINS = (1e3, 0.0)
 #: eps(delta): tier i > 0 joins where delta is within this multiple of the earlier floor (the delta
 #: error then moves the eps bracket by at most the curve's change over a 5% change of delta).
 _EPS_FLOOR_MARGIN = 1e1
+#: ... or where the best eps bracket so far is wider than this (relative, plus absolute) part of it.
+_EPS_LOOSE_REL, _EPS_LOOSE_ABS = 0.02, 1e-3
 #: Compositions from which CF runs before PRV (``Auto.many_compositions``).
 _CF_FIRST_FROM = 100_000
 
@@ -66,8 +70,8 @@ _CF_FIRST_FROM = 100_000
 class LazyMember:
     """One accountant's profile of the mechanism, built on first use (or its build failure)."""
 
-    def __init__(self, name: str, build: Callable[[], PrivacyProfile]) -> None:
-        self.name, self._build = name, build
+    def __init__(self, name: str, build: Callable[[], PrivacyProfile], floor_hint: float = 0.0) -> None:
+        self.name, self._build, self.floor_hint = name, build, floor_hint
         self._profile: PrivacyProfile | None = None
         self._views: dict[str, PrivacyProfile] = {}
         self.failure: str | None = None
@@ -121,6 +125,7 @@ class PointwiseMinCurve(DirectionalCurve):
         self.direction = direction
         self.delta_tiers = [list(tier) for tier in delta_tiers if tier]
         self.eps_tiers = [list(tier) for tier in eps_tiers if tier]
+        self._hints = {m.name: m.floor_hint for m in self.members}
 
     @property
     def members(self) -> list[LazyMember]:
@@ -149,27 +154,48 @@ class PointwiseMinCurve(DirectionalCurve):
             details=tuple((f"{name}:{k}", v) for name, b in budgets for k, v in b.details),
         )
 
+    @property
+    def min_delta(self) -> float:  # type: ignore[override]
+        """The lowest floor among the members, unbuilt ones by their hint (RDP and CF: 0), without
+        building any: the smallest delta this curve answers."""
+        return min((self._effective_floor(m.name, m._profile) if m._profile is not None else m.floor_hint)
+                   for m in self.members)
+
     # -- the table of member brackets ------------------------------------------------------
 
-    def _table(self, tiers, query: np.ndarray, bracket, trivial, near_floor) -> tuple[list[str], np.ndarray, np.ndarray]:
+    def _table(self, tiers, query: np.ndarray, bracket, trivial, near_floor,
+               skip_below_hint: bool = False) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Names, lower and upper brackets of the members that the query needs, tier by tier.
 
         A member whose query fails numerically contributes the ``trivial`` bracket (valid, never chosen).
         ``near_floor(query, rows, floor, i)`` says where the rows so far are at or near ``floor``
-        (tier ``i`` is being considered).
+        (tier ``i`` is being considered). With ``skip_below_hint`` (eps(delta) queries), a first-tier
+        member is not built when every delta asked is at or below its ``floor_hint``.
         """
         def row(name: str, prof: PrivacyProfile):
             try:
-                return (name, *bracket(prof, query))
+                return (name, *bracket(name, prof, query))
             except _BUILD_ERRORS as exc:
                 logger.debug("auto: %s accountant failed at query time: %s", name, exc)
                 return (name, *trivial(query))
 
         rows: list[tuple[str, np.ndarray, np.ndarray]] = []
         earlier: list[LazyMember] = []
+        skipped = False
         for i, tier in enumerate(tiers):
+            if skip_below_hint and i == 0 and len(tiers) > 1:
+                # A member answers eps(delta) only above its floor (at least its hint): one that would
+                # answer at no point asked is not built (e.g. PRV built for delta 1e-5, asked eps(1e-10)).
+                unused = [m for m in tier if not m.built and np.all(query <= m.floor_hint)]
+                if unused:
+                    tier = [m for m in tier if m not in unused]
+                    rows.extend(row(name, prof) for name, prof in self._profiles(tier))
+                    earlier.extend(tier)
+                    skipped = True  # the next tier answers everywhere
+                    continue
             if earlier:
-                complete = rows and all(m.get() is not None for m in earlier)
+                complete = bool(rows) and not skipped and all(m.get() is not None for m in earlier)
+                skipped = False
                 needed = near_floor(query, rows, self._floor(earlier), i) if complete else np.ones(query.shape, bool)
                 if not np.any(needed):
                     break
@@ -198,9 +224,14 @@ class PointwiseMinCurve(DirectionalCurve):
         names, _, ups = table
         return np.asarray(names, dtype=object)[np.argmin(ups, axis=0)]
 
+    def _effective_floor(self, name: str, prof: PrivacyProfile) -> float:
+        """The member's floating-point floor, and at least its hint (so that whether it answers at a
+        delta never depends on whether an earlier query built it)."""
+        return max(_floor_of(prof), self._hints.get(name, 0.0))
+
     def _floor(self, members: list[LazyMember]) -> float:
-        """The lowest positive floating-point floor among ``members`` (inf if none has one)."""
-        floors = [_floor_of(p) for _, p in self._profiles(members)]
+        """The lowest positive floor among ``members`` (inf if none has one)."""
+        floors = [self._effective_floor(name, p) for name, p in self._profiles(members)]
         return min((f for f in floors if f > 0), default=math.inf)
 
     # -- delta(eps) ---------------------------------------------------------------------
@@ -209,7 +240,7 @@ class PointwiseMinCurve(DirectionalCurve):
         def near_floor(q, rows, floor, i):
             margin = _DELTA_MARGINS[min(i, len(_DELTA_MARGINS)) - 1]
             return np.min([r[2] for r in rows], axis=0) <= margin * floor if margin > 0 else np.zeros(q.shape, bool)
-        return self._table(self.delta_tiers, e, lambda prof, q: prof.delta_bounds(q), lambda q: (np.zeros(q.shape), np.ones(q.shape)),
+        return self._table(self.delta_tiers, e, lambda name, prof, q: prof.delta_bounds(q), lambda q: (np.zeros(q.shape), np.ones(q.shape)),
                            near_floor)
 
     def delta_bounds(self, eps):
@@ -221,10 +252,9 @@ class PointwiseMinCurve(DirectionalCurve):
 
     # -- eps(delta) ---------------------------------------------------------------------
 
-    @staticmethod
-    def _eps_of(prof: PrivacyProfile, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _eps_of(self, name: str, prof: PrivacyProfile, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The member's bracket on eps(delta); (-inf, +inf) where delta is at or below its floor."""
-        ok = d > _floor_of(prof)
+        ok = d > self._effective_floor(name, prof)
         lower = np.full(d.shape, -np.inf)
         upper = np.full(d.shape, np.inf)
         if ok.any():
@@ -233,7 +263,17 @@ class PointwiseMinCurve(DirectionalCurve):
 
     def _eps_table(self, d: np.ndarray):
         return self._table(self.eps_tiers, d, self._eps_of, lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
-                           lambda q, rows, floor, i: q <= _EPS_FLOOR_MARGIN * floor)
+                           self._eps_needs_next, skip_below_hint=True)
+
+    @staticmethod
+    def _eps_needs_next(q, rows, floor, i) -> np.ndarray:
+        """Near the earlier floor, or where the best bracket so far is loose (CF's truncation can be,
+        for few subsampled steps): the next tier joins."""
+        lows = np.max([r[1] for r in rows], axis=0)
+        ups = np.min([r[2] for r in rows], axis=0)
+        with np.errstate(invalid="ignore"):
+            loose = ~(ups - np.maximum(lows, 0.0) <= _EPS_LOOSE_REL * ups + _EPS_LOOSE_ABS)
+        return (q <= _EPS_FLOOR_MARGIN * floor) | loose
 
     def epsilon_bounds(self, delta):
         return self._best(self._eps_table(np.asarray(delta, dtype=float)))
@@ -293,7 +333,7 @@ class Auto(Accountant):
     #: queries come in large vectors (plots, selection bounds): the vectorised small-delta PRV first,
     #: CF (per-point saddle points) last. eps(delta) queries are few: CF and the small-delta PRV together.
     delta_tiers = (("prv", "rdp"), ("prv(small delta)",), ("cf",))
-    eps_tiers = (("prv", "rdp"), ("cf", "prv(small delta)"))
+    eps_tiers = (("prv", "rdp"), ("cf",), ("prv(small delta)",))
     #: From this many compositions on, PRV's grid (which grows with the count) costs more than CF
     #: (whose cost barely does): CF answers first, and the PRV profiles are the fallback tier.
     many_compositions = (("cf", "rdp"), ("prv", "prv(small delta)"))
@@ -339,4 +379,5 @@ class Auto(Accountant):
                           metadata=(("accountants", names),))
 
     def _lazy(self, name: str, mechanism: Mechanism) -> LazyMember:
-        return LazyMember(name, lambda: self._members[name].profile(mechanism))
+        accountant = self._members[name]
+        return LazyMember(name, lambda: accountant.profile(mechanism), accountant.floor_hint())

@@ -59,6 +59,14 @@ class Accountant(ABC):
             return str(exc)
         return None
 
+    def floor_hint(self) -> float:
+        """About the smallest delta its profiles certify, known before building one (0: no floor).
+
+        A hint for choosing accountants cheaply (``"auto"`` does not build one whose floor is
+        far above every delta asked); the built profile's ``error_budget.min_delta`` decides.
+        """
+        return 0.0
+
     def profile(self, mechanism: Mechanism) -> PrivacyProfile:
         """Certified [`PrivacyProfile`][privselect.accounting.base.PrivacyProfile] of ``mechanism`` (both neighbouring directions).
 

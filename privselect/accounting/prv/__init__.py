@@ -97,6 +97,9 @@ MAX_COMPOSITIONS = int(1 / _FP_PER_COMPOSITION)
 #: default delta_error = target_delta / 1000 stay positive doubles: ~3e-319 > 5e-324).
 EPS_ERROR_RANGE = (float(np.finfo(float).eps), math.log(sys.float_info.max))
 REL_EPS_ERROR_RANGE = (float(np.finfo(float).eps), 1.0)  # [lo, 1)
+#: When the first build at rel_eps_error needs more than max_points points, it is retried at this
+#: relative accuracy (then refined as far as max_points allows).
+_FALLBACK_REL_EPS_ERROR = 1.5e-3
 DELTA_OPTION_MIN = 1e-300  # target_delta and delta_error in [DELTA_OPTION_MIN, 1)
 #: Largest privacy loss (in absolute value, after truncation) of one step: squares of cell
 #: offsets (at most the loss range) summed over up to MAX_COMPOSITIONS steps stay finite.
@@ -228,7 +231,14 @@ class PRVAccountant:
             return [_build_curve(components[d], d, eps_wanted, delta_error, self.max_points, extended)
                     for d in directions]
 
-        curves = build(eps_target)
+        try:
+            curves = build(eps_target)
+        except ValueError:  # too many points at the relative default: a coarser pilot, refined below
+            coarser = eps_target * _FALLBACK_REL_EPS_ERROR / self.rel_eps_error
+            if self.eps_error is not None or coarser <= eps_target:
+                raise
+            eps_target = coarser
+            curves = build(eps_target)
         if self.target_delta < max(c.error_budget.min_delta for c in curves):
             # the double-precision floor is above the target: compose in long double instead
             extended = True

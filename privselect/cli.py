@@ -263,7 +263,7 @@ def _certify_selection(args: argparse.Namespace, mechanism: Any, resolved: dict[
         print(f"  {family:<10}{value:>10.4f}")
     for note in cert.notes:
         print(f"  note: {note}")
-    print(f"certified: ({cert.epsilon:.4f}, {args.delta:g})-DP by {cert.bound}")
+    print(f"certified: ({cert.epsilon:.4f}, {args.delta:g})-DP by {cert.theorem}")
     return 0
 
 

@@ -289,7 +289,7 @@ def plot_certificates(certificates: Certificate | Sequence[Certificate] | Mappin
         finite = np.isfinite(heights)
         bars = ax.bar(x, np.where(finite, heights, 0.0), width=width, label=family, color=f"C{j}", alpha=0.8)
         for bar, (_, cert), value, ok in zip(bars, rows, heights, finite):
-            if cert.method == family:
+            if cert.bound == family:
                 bar.set_hatch("//")
                 bar.set_edgecolor("black")
                 bar.set_linewidth(1.5)
@@ -299,7 +299,7 @@ def plot_certificates(certificates: Certificate | Sequence[Certificate] | Mappin
     if single:
         cert = items[0][1]
         ax.set_xticks(range(len(families)), families)
-        ax.set_title(f"chosen: {cert.method} ({cert.bound})", fontsize=9)
+        ax.set_title(f"chosen: {cert.bound} ({cert.theorem})", fontsize=9)
     else:
         names = [textwrap.fill(name, 14) if name is not None else k_label(cert.k) for name, cert in items]
         ax.set_xticks(range(len(items)), names, fontsize=8)

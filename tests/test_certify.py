@@ -22,7 +22,7 @@ def dp_accounting_repeat_and_select(sigma, mean, shape, delta):
 def test_profile_beats_rdp_and_rdp_matches_dp_accounting(m):
     """KRW Fig. 3 setting: Gaussian base sigma=4, delta=1e-6, geometric K with mean m."""
     cert = ps.certify(ps.Gaussian(4.0), ps.Geometric(mean=m), 1e-6, accountant="exact")
-    assert cert.method == "profile"
+    assert cert.bound == "profile"
     assert cert.alternatives["profile"] < cert.alternatives["rdp"]
     reference = dp_accounting_repeat_and_select(4.0, m, 1, 1e-6)
     assert cert.alternatives["rdp"] == pytest.approx(reference, rel=0.01)
@@ -45,9 +45,9 @@ def test_logarithmic_rdp_matches_dp_accounting():
 def test_forcing_a_family_and_binomial_has_no_rdp_baseline():
     base = ps.Gaussian(4.0)
     forced = ps.certify(base, ps.Geometric(mean=30), 1e-6, bound="rdp", accountant="exact")
-    assert forced.method == "rdp" and set(forced.alternatives) == {"rdp"}
+    assert forced.bound == "rdp" and set(forced.alternatives) == {"rdp"}
     binom = ps.certify(base, ps.Binomial(100, 0.1), 1e-6, accountant="exact")
-    assert binom.method == "profile" and "rdp" not in binom.alternatives
+    assert binom.bound == "profile" and "rdp" not in binom.alternatives
     assert any("Binomial" in note for note in binom.notes)
     with pytest.raises(ValueError, match="rdp"):
         ps.certify(base, ps.Binomial(100, 0.1), 1e-6, bound="rdp", accountant="exact")
@@ -57,7 +57,7 @@ def test_certificate_is_frozen_data_with_json():
     cert = ps.certify(ps.Gaussian(4.0), ps.Geometric(mean=30), 1e-6, accountant="exact")
     data = json.loads(cert.to_json())
     assert data["epsilon"] == cert.epsilon and data["delta"] == 1e-6
-    assert data["bound"] == "Koskela-Redberg-Wang 2024, Thm 5.2"
+    assert data["bound"] == "profile" and data["theorem"] == "Koskela-Redberg-Wang 2024, Thm 5.2"
     assert data["k"] == {"distribution": "Geometric", "mean": 30,
                          "derived": {"mean": cert.k.mean, "eta": 1.0, "gamma": cert.k.gamma}}
     assert data["base"] == {"type": "Gaussian", "noise_multiplier": 4.0, "sensitivity": 1.0, "relation": "add_remove"}
@@ -65,6 +65,12 @@ def test_certificate_is_frozen_data_with_json():
     assert data["privselect_version"] == ps.__version__
     with pytest.raises(AttributeError):
         cert.epsilon = 0.0
+    # one name per concept: the old attribute names the new ones; an older file still reads
+    with pytest.raises(AttributeError, match=r"Certificate\.bound .* Certificate\.theorem"):
+        cert.method  # noqa: B018
+    old = {**data, "method": data["bound"], "bound": data["theorem"]}
+    del old["theorem"]
+    assert ps.Certificate.from_dict(old) == cert
 
 
 @pytest.mark.parametrize("make", [
@@ -148,7 +154,7 @@ def test_krw_fig7_profile_allows_about_three_times_more_candidates():
 def test_profile_falls_back_to_cf_below_the_prv_floor():
     base = ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(2000)
     cert = ps.certify(base, ps.Geometric(mean=3000), 1e-8)
-    assert cert.method in ("profile", "rdp")
+    assert cert.bound in ("profile", "rdp")
     if any("fell back to the cf accountant" in note for note in cert.notes):
         assert cert.alternatives["profile"] <= cert.alternatives["rdp"] * 1.5
     with pytest.raises(ps.CertificationError):  # a PRV profile alone has a floor ...

@@ -124,7 +124,7 @@ def test_help_has_no_raw_markup_and_every_flag_has_help(capsys):
 def test_demo_json_is_the_certificate(capsys):
     code, out = _run(["demo", "--json"], capsys)
     cert = json.loads(out)
-    assert code == 0 and cert["bound"] == "Koskela-Redberg-Wang 2024, Thm 5.2"
+    assert code == 0 and cert["theorem"] == "Koskela-Redberg-Wang 2024, Thm 5.2"
     assert 0 < cert["epsilon"] < 20 and cert["delta"] == 1e-5
 
 

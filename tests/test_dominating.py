@@ -125,7 +125,7 @@ def test_tune_then_train_beats_basic_composition():
     basic = float(np.min(selection.epsilon(splits) + base.epsilon(delta - splits)))
     assert total <= basic
     assert total <= 0.95 * basic
-    assert cert.method == "profile" and cert.alternatives["rdp"] > total
+    assert cert.bound == "profile" and cert.alternatives["rdp"] > total
 
 
 # ---------------------------------------------------------------------------------------------

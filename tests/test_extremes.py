@@ -96,7 +96,7 @@ def test_certify_at_delta_1e_minus_15(k_dist):
     cert = ps.certify(base, k_dist, 1e-15)
     assert_certified(cert.epsilon)
     assert cert.epsilon >= float(ps.gaussian_epsilon(1e-15, 1.0))  # the base run alone
-    assert cert.accountant == "exact" or cert.method == "rdp"
+    assert cert.accountant == "exact" or cert.bound == "rdp"
 
 
 def test_certification_error_names_the_regime():

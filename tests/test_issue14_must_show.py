@@ -32,7 +32,7 @@ def test_certify_default_matches_krw_thm_5_2_on_the_exact_profile():
     cert = ps.certify(ps.Gaussian(4.0), k, 1e-6)
     assert cert.epsilon >= krw * (1 - 1e-12)
     assert cert.epsilon <= krw * (1 + 5e-4)
-    assert cert.accountant == "exact" and cert.bound == "Koskela-Redberg-Wang 2024, Thm 5.2"
+    assert cert.accountant == "exact" and cert.theorem == "Koskela-Redberg-Wang 2024, Thm 5.2"
 
 
 def test_dpsgd_tiny_deltas_are_answered_by_default():

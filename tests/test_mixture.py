@@ -97,7 +97,7 @@ def test_small_delta_certificate_from_the_shared_discretisation_in_long_double()
     and K's tail for it; checked against one PRV profile per bucket built for the same delta."""
     base, k_dist, delta = ps.Gaussian(1.0).poisson_subsample(0.2).compose(5), ps.Binomial(12, 0.5), 1e-11
     cert = ps.certify(base, k_dist, delta, bound="mixture")
-    assert cert.method == "mixture" and "one discretisation" in cert.notes[-1]
+    assert cert.bound == "mixture" and "one discretisation" in cert.notes[-1]
     ks = np.arange(1, 13)
     profiles = [ps.privacy_profile(base.compose(int(k)), accountant="prv", target_delta=delta) for k in ks]
     pk = k_dist.pmf(ks)

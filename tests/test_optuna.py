@@ -219,7 +219,7 @@ def test_callable_privacy_in_a_study_needs_and_checks_its_space():
     result = s.optimize(noisy)
     tuner = PrivateTuner(lambda p, d, rng: (-p["sigma"] + rng.normal(), p["sigma"]), {"sigma": Choice([2.0, 4.0])},
                          privacy, K, 1e-6, accountant="exact", seed=1)
-    assert s.certificate == tuner.certificate and s.certificate.method in ("mixture-profile", "cor62")
+    assert s.certificate == tuner.certificate and s.certificate.bound in ("mixture-profile", "cor62")
     released = tuner.run(None)
     assert (result.best_params, result.best_value) == (released.best_params, released.best_score)
     with pytest.raises(TrainerContractError, match="privacy_space declares"):

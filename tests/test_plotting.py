@@ -195,8 +195,8 @@ def test_certificate_bars_are_the_alternatives(certificates):
     assert heights == {name: [value] for name, value in cert.alternatives.items()}
     assert [t.get_text() for t in ax.get_xticklabels()] == list(cert.alternatives)
     chosen = [c.get_label() for c in ax.containers for bar in c if bar.get_hatch() == "//"]
-    assert chosen == [cert.method]
-    assert cert.bound in ax.get_title()
+    assert chosen == [cert.bound]
+    assert cert.theorem in ax.get_title()
 
 
 def test_certificate_groups(certificates):
@@ -205,7 +205,7 @@ def test_certificate_groups(certificates):
         family = container.get_label()
         assert [bar.get_height() for bar in container] == [c.alternatives[family] for c in certificates.values()]
         for bar, cert in zip(container, certificates.values()):
-            assert (bar.get_hatch() == "//") == (cert.method == family)
+            assert (bar.get_hatch() == "//") == (cert.bound == family)
     # the mapping's keys, wrapped so that neighbouring labels do not collide
     assert [t.get_text().replace("\n", " ") for t in ax.get_xticklabels()] == list(certificates)
     # A plain sequence is labelled by the distribution of K.

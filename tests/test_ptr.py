@@ -364,7 +364,7 @@ def test_tuned_ops_ptr_is_certified_and_deterministic(accounting):
         assert reg.certificate_.base_epsilon == reg.run_budget_.epsilon
         assert reg.certificate_.epsilon > 2.999 and thm52.epsilon < 3.0  # Thm 5.2 certifies the same run more cheaply
     else:
-        assert "5.2" in reg.certificate_.bound and reg.certificate_.epsilon == thm52.epsilon
+        assert "5.2" in reg.certificate_.theorem and reg.certificate_.epsilon == thm52.epsilon
     assert not reg.refused_ and reg.best_params_["alpha"] in [c["alpha"] for c in reg.candidates_]
     again = TunedOPSPTRRegressor(epsilon=3.0, delta=1e-6, k=ps.Geometric(mean=5), accounting=accounting, random_state=1).fit(X, y)
     assert np.array_equal(reg.coef_, again.coef_)

@@ -154,9 +154,9 @@ def test_laws_inherit_their_bounds_and_certify_reads_the_theorem_from_the_table(
     assert "no cor62 bound for K ~ Poisson" in unsupported_reason(ps.Poisson(3.0), "cor62")
     assert "distribution of K" in unsupported_reason(10, "profile")
     cert = ps.certify(ps.Gaussian(2.0), ps.Poisson(4.0), 1e-6, bound="rdp", accountant="exact")
-    assert cert.bound == "Papernot-Steinke 2022 (KRW Thm 5.6)"
+    assert cert.theorem == "Papernot-Steinke 2022 (KRW Thm 5.6)"
     cert = ps.certify(ps.Gaussian(2.0), ps.Binomial(10, 0.4), 1e-6, accountant="exact")
-    assert cert.bound.endswith("Thm 5.7") and any("no rdp bound for K ~ Binomial" in n for n in cert.notes)
+    assert cert.theorem.endswith("Thm 5.7") and any("no rdp bound for K ~ Binomial" in n for n in cert.notes)
     with pytest.raises(ValueError, match="no rdp bound"):
         ps.certify(ps.Gaussian(2.0), ps.Binomial(10, 0.4), 1e-6, bound="rdp")
     from privselect.selection.calibrate import cor62_thresholds

@@ -55,7 +55,7 @@ def test_k_is_not_released_by_default():
 def test_revealing_k_switches_to_the_mixture_certificate():
     hidden = tuner(seed=1)
     revealed = tuner(seed=1, reveal_k=True)
-    assert revealed.certificate.method == "mixture"
+    assert revealed.certificate.bound == "mixture"
     assert revealed.certificate.epsilon > hidden.certificate.epsilon
     assert revealed.run(None).n_runs >= 1
 
@@ -229,7 +229,7 @@ def test_callable_privacy_certifies_the_smaller_of_mixture_and_cor62():
     cert = ok.certificate
     assert cert.alternatives["cor62"] == pytest.approx(ok.thresholds().epsilon)
     assert cert.epsilon == min(cert.alternatives.values())
-    assert cert.method == min(cert.alternatives, key=cert.alternatives.get)
+    assert cert.bound == min(cert.alternatives, key=cert.alternatives.get)
     ok.run(None)
     assert calls
     # base_epsilon is optional: Cor. 6.2 then uses the smallest eps_Q every candidate meets
@@ -237,7 +237,7 @@ def test_callable_privacy_certifies_the_smaller_of_mixture_and_cor62():
     assert set(auto.certificate.alternatives) == {"mixture-profile", "cor62"}
     assert auto.certificate.alternatives["cor62"] <= cert.alternatives["cor62"] + 1e-9
     poisson = PrivateTuner(trainer, space, privacy, ps.Poisson(10), 1e-6, base_epsilon=2.0, accountant="exact")
-    assert poisson.certificate.method == "mixture-profile" and "cor62" not in poisson.certificate.alternatives
+    assert poisson.certificate.bound == "mixture-profile" and "cor62" not in poisson.certificate.alternatives
 
 
 def test_continuous_privacy_hyperparameters_need_cor62_and_are_checked_per_candidate():
@@ -253,7 +253,7 @@ def test_continuous_privacy_hyperparameters_need_cor62_and_are_checked_per_candi
         PrivateTuner(trainer, space, privacy, ps.Geometric(mean=10), 1e-6, accountant="exact")
     strict = PrivateTuner(trainer, space, privacy, ps.Geometric(mean=10), 1e-6, base_epsilon=0.5, seed=0,
                           accountant="exact")
-    assert strict.certificate.method == "cor62"
+    assert strict.certificate.bound == "cor62"
     with pytest.raises(CandidatePrivacyError, match="Cor. 6.2 thresholds"):
         strict.run(None)
     assert calls == []  # the candidate is checked before its run trains

@@ -67,8 +67,9 @@ def _base_from_dict(data: dict[str, Any]) -> Mechanism | str:
 class Certificate:
     """A certified (epsilon, delta) guarantee for private selection, and how it was obtained.
 
-    ``method`` is the bound family that gave ``epsilon`` ("profile", "rdp", "mixture", "cor62", ...),
-    ``bound`` its theorem; ``alternatives`` the epsilon of every family tried. ``base`` is the
+    ``bound`` is the bound family that gave ``epsilon`` ("profile", "rdp", "mixture", "cor62", ...;
+    the names ``certify(bound=...)`` takes), ``theorem`` its theorem; ``alternatives`` the epsilon
+    of every family tried. ``base`` is the
     base mechanism (a [`Mechanism`][privselect.mechanisms.Mechanism], structured in JSON) or a description;
     ``relation`` the neighbouring relation the guarantee holds for; ``accountant`` the accountant
     whose profile gave the answer. JSON (``to_json`` / ``from_json``) is strict: non-finite
@@ -77,8 +78,8 @@ class Certificate:
 
     epsilon: float
     delta: float
-    method: str
     bound: str
+    theorem: str
     alternatives: dict[str, float]
     k: KDistribution
     base: Any
@@ -102,8 +103,8 @@ class Certificate:
         return {
             "epsilon": _json_number(self.epsilon),
             "delta": _json_number(self.delta),
-            "method": self.method,
             "bound": self.bound,
+            "theorem": self.theorem,
             "alternatives": {name: _json_number(v) for name, v in self.alternatives.items()},
             "k": self.k.to_dict(),
             "base": _base_to_dict(self.base),
@@ -121,9 +122,13 @@ class Certificate:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Certificate":
         """The certificate a [`to_dict`][privselect.selection.certify.Certificate.to_dict] result describes."""
+        if "theorem" in data:
+            bound, theorem = data["bound"], data["theorem"]
+        else:  # written by privselect <= 0.2, where "method" was the family and "bound" the theorem
+            bound, theorem = data["method"], data["bound"]
         return cls(
-            epsilon=_number(data["epsilon"]), delta=_number(data["delta"]), method=data["method"],
-            bound=data["bound"], alternatives={n: _number(v) for n, v in data["alternatives"].items()},
+            epsilon=_number(data["epsilon"]), delta=_number(data["delta"]), bound=bound,
+            theorem=theorem, alternatives={n: _number(v) for n, v in data["alternatives"].items()},
             k=k_from_dict(data["k"]), base=_base_from_dict(data["base"]), accountant=data["accountant"],
             error_budget=_budget_from_dict(data["error_budget"]), notes=tuple(data.get("notes", ())),
             version=data["privselect_version"], relation=data["neighbouring_relation"],
@@ -134,8 +139,14 @@ class Certificate:
         """The certificate a [`to_json`][privselect.selection.certify.Certificate.to_json] string describes (round-trips exactly)."""
         return cls.from_dict(json.loads(text))
 
+    @property
+    def method(self):
+        raise AttributeError("Certificate.method was renamed: the bound family is Certificate.bound (the name "
+                             "certify(bound=...) takes), its theorem Certificate.theorem, and the accountant "
+                             "Certificate.accountant")
+
     def __str__(self) -> str:
-        return f"({self.epsilon:.4g}, {self.delta:.3g})-DP for the best of K ~ {self.k!r} runs [{self.bound}]"
+        return f"({self.epsilon:.4g}, {self.delta:.3g})-DP for the best of K ~ {self.k!r} runs [{self.theorem}]"
 
 
 def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *, bound: str | None = None,
@@ -213,8 +224,8 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
     return Certificate(
         epsilon=finite[best][0],
         delta=delta,
-        method=best,
-        bound=finite[best][1],
+        bound=best,
+        theorem=finite[best][1],
         alternatives={name: value[0] for name, value in results.items()},
         k=k,
         base=mechanism,
@@ -250,7 +261,7 @@ def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, acc
             f"the K-mixture certificate cannot reach delta={delta:g}: its delta slack (K's tail beyond k_max, "
             f"the rounding of K's probabilities and the accounting) is {profile.error_budget.delta_error:.3g}; "
             "use a larger delta")
-    return Certificate(epsilon=epsilon, delta=delta, method=RELEASE_ALL, bound=entry.theorem,
+    return Certificate(epsilon=epsilon, delta=delta, bound=RELEASE_ALL, theorem=entry.theorem,
                        alternatives={RELEASE_ALL: epsilon}, k=k, base=base, accountant=accountant,
                        error_budget=profile.error_budget,
                        notes=notes + (f"buckets: {dict(profile.metadata)['bucket_profiles']}",))

@@ -183,7 +183,7 @@ def certify_pipeline(base: Mechanism | PrivacyProfile, k: KDistribution, delta: 
     else:
         bound = ("KRW 2024 selection profile as a dominating pair (connect the dots), subsampled (Zhu-Dong-Wang "
                  "2022 Thm 11) and composed")
-    return Certificate(epsilon=finite[best], delta=delta, method=best, bound=bound, alternatives=results, k=k,
+    return Certificate(epsilon=finite[best], delta=delta, bound=best, theorem=bound, alternatives=results, k=k,
                        base=mechanism, accountant=accountant if best == "profile" else "rdp",
                        error_budget=budget if best == "profile" else ErrorBudget(),
                        notes=tuple(["pipeline: " + ", ".join(steps)] + notes))

@@ -109,7 +109,7 @@ def cor62_certificate(thresholds: Cor62Thresholds, k: KDistribution, base: str, 
 
     th = thresholds
     return Certificate(
-        epsilon=th.epsilon, delta=th.delta, method="cor62", bound=COR62, alternatives={"cor62": th.epsilon}, k=k,
+        epsilon=th.epsilon, delta=th.delta, bound="cor62", theorem=COR62, alternatives={"cor62": th.epsilon}, k=k,
         base=f"{base}; every candidate ({th.eps1:.6g}, {th.delta1:.3g})-DP and ({th.eps_hat:.6g}, {th.delta_hat:.3g})-DP",
         accountant=accountant, error_budget=ErrorBudget(), notes=notes,
     )
@@ -171,8 +171,8 @@ def certify_hyperparameter_mixture(law: HyperparameterMixture, k: KDistribution,
         cert = cor62_certificate(thresholds, k, repr(law), accountant, tuple(notes))
         return Certificate(**{**cert.__dict__, "alternatives": alternatives, "version": cert.version})
     return Certificate(
-        epsilon=mixture.epsilon, delta=mixture.delta, method="mixture-profile",
-        bound=f"{mixture.bound} on the averaged profile E_λ[δ_λ] (joint convexity)", alternatives=alternatives,
+        epsilon=mixture.epsilon, delta=mixture.delta, bound="mixture-profile",
+        theorem=f"{mixture.theorem} on the averaged profile E_λ[δ_λ] (joint convexity)", alternatives=alternatives,
         k=k, base=repr(law), accountant=mixture.accountant, error_budget=mixture.error_budget,
         notes=mixture.notes + tuple(notes),
     )

@@ -288,7 +288,7 @@ def _demo(args: argparse.Namespace) -> int:
     print("\nprivacy of the whole tuning procedure at delta = {:g}:".format(report["delta"]))
     for label, value in report["comparison"]:
         print(f"  {label:<58}{value:>8.3f}")
-    print(f"\ncertified: ({cert['epsilon']:.3f}, {cert['delta']:g})-DP by {cert['bound']}")
+    print(f"\ncertified: ({cert['epsilon']:.3f}, {cert['delta']:g})-DP by {cert['theorem']}")
     return 0
 
 

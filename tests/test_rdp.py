@@ -342,7 +342,7 @@ def test_gaussian_rdp_epsilon_is_an_upper_bound(mu):
     for delta in (1e-3, 1e-6, 1e-10):
         exact = exact_gaussian_epsilon(mu, delta)
         for method in rdp.CONVERSIONS:
-            assert rdp.rdp_epsilon(mech, delta, method=method) >= exact
+            assert rdp.rdp_epsilon(mech, delta, conversion=method) >= exact
         # and not absurdly loose: improved is within 15% here (e.g. mu = 1, delta = 1e-6: 5.22 vs 4.89)
         assert rdp.rdp_epsilon(mech, delta) <= 1.15 * exact + 0.2
     for eps in (0.5, 2.0, 5.0):
@@ -400,9 +400,9 @@ def test_supports_rdp_dry_run():
     (lambda: rdp.epsilon_from_rdp([2.0], [0.1], 0.0), "delta"),
     (lambda: rdp.epsilon_from_rdp([2.0], [0.1], 1.0), "delta"),
     (lambda: rdp.epsilon_from_rdp([2.0], [0.1], np.nan), "delta"),
-    (lambda: rdp.epsilon_from_rdp([2.0], [0.1], 1e-5, method="optimal"), "method"),
+    (lambda: rdp.epsilon_from_rdp([2.0], [0.1], 1e-5, conversion="optimal"), "conversion"),
     (lambda: rdp.delta_from_rdp([2.0], [0.1], np.nan), "epsilon"),
-    (lambda: rdp.delta_from_rdp([2.0], [0.1], 1.0, method=None), "method"),
+    (lambda: rdp.delta_from_rdp([2.0], [0.1], 1.0, conversion=None), "conversion"),
     (lambda: rdp.rdp_epsilon(ps.Gaussian(1.0), -1e-5), "delta"),
     (lambda: rdp.rdp_delta(ps.Gaussian(1.0), [1.0, np.nan]), "epsilon"),
     (lambda: rdp.rdp_profile(ps.Gaussian(1.0), orders=[1.0]), "orders"),

@@ -126,4 +126,4 @@ class RDP(Accountant):
         missing = rdp.unsupported_part(mechanism)
         if missing is not None:
             raise UnsupportedMechanismError(f"rdp accountant: no RDP curve for {missing} (in {mechanism!r})")
-        return None if dry else rdp.rdp_profile(mechanism, orders=self._orders, method=self._conversion)
+        return None if dry else rdp.rdp_profile(mechanism, orders=self._orders, conversion=self._conversion)

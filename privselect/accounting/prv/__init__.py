@@ -941,12 +941,12 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
         except ValueError as exc:
             raise ValueError(f"the PRV accountant cannot truncate the privacy loss of one {type(loss).__name__} "
                              f"step of the mechanism ({exc}); the mechanism is too far from private for a "
-                             "grid of losses (e.g. noise_multiplier too small); use method='rdp'") from None
+                             "grid of losses (e.g. noise_multiplier too small); use accountant='rdp'") from None
         extent = max(abs(tl.lower), abs(tl.upper))
         if not extent <= MAX_STEP_LOSS:
             raise ValueError(f"the PRV accountant supports privacy losses up to {MAX_STEP_LOSS:.3g} per step; one "
                              f"{type(loss).__name__} step of the mechanism reaches {extent:.3g} (its squares, "
-                             "summed over the compositions, overflow double precision); use method='rdp'")
+                             "summed over the compositions, overflow double precision); use accountant='rdp'")
         tails.append(tl)
     h = _planned_mesh(components, tails, eps_target, eta0)
     # The achieved error is not proportional to h when the loss has atoms (ApproxDP, PureDP):

@@ -94,7 +94,7 @@ DEFAULT_ORDERS: np.ndarray = np.unique(np.concatenate([
 ]))
 DEFAULT_ORDERS.setflags(write=False)
 
-#: Names accepted by the ``method`` argument of the conversions.
+#: Names accepted by the ``conversion`` argument of the conversions.
 CONVERSIONS = ("improved", "classic", "krw", "best")
 
 # Terms in each accelerated alternating tail (Cohen, Rodriguez Villegas, Zagier 2000):
@@ -129,10 +129,10 @@ def _curve_pair(orders: object, rdp: object) -> tuple[np.ndarray, np.ndarray]:
     return a, r
 
 
-def _method(method: object) -> str:
-    if method not in CONVERSIONS:
-        raise ValueError(f"method must be one of {list(CONVERSIONS)}, got {method!r}")
-    return str(method)
+def _conversion(conversion: object) -> str:
+    if conversion not in CONVERSIONS:
+        raise ValueError(f"conversion must be one of {list(CONVERSIONS)}, got {conversion!r}")
+    return str(conversion)
 
 
 def _like(template: object, values: np.ndarray) -> Any:
@@ -584,12 +584,12 @@ def rdp_curve(mechanism: Mechanism, orders: object = DEFAULT_ORDERS) -> np.ndarr
 # ----------------------------------------------------------------------------------------
 
 
-def _log_delta_rules(a: np.ndarray, r: np.ndarray, eps: np.ndarray, method: str) -> np.ndarray:
+def _log_delta_rules(a: np.ndarray, r: np.ndarray, eps: np.ndarray, conversion: str) -> np.ndarray:
     """log delta(eps) bound per (target, order): eps is (n, 1), a and r are (1, m)."""
     am1 = a - 1
     classic = am1 * (r - eps)
     improved = am1 * (r - eps + np.log1p(-1 / a)) - np.log(a)
-    return classic if method == "classic" else improved  # improved <= classic always
+    return classic if conversion == "classic" else improved  # improved <= classic always
 
 
 def _log_tv_bound(r: np.ndarray) -> np.ndarray:
@@ -598,7 +598,7 @@ def _log_tv_bound(r: np.ndarray) -> np.ndarray:
         return 0.5 * np.log(-np.expm1(-r))
 
 
-def delta_from_rdp(orders: object, rdp: object, epsilon: object, method: str = "improved") -> Any:
+def delta_from_rdp(orders: object, rdp: object, epsilon: object, conversion: str = "improved") -> Any:
     """Upper bound on delta(eps) from an RDP curve, minimised over the orders where it is finite.
 
     Vectorised over ``epsilon`` (any real values; a float in, a float out). Rules, for
@@ -617,7 +617,7 @@ def delta_from_rdp(orders: object, rdp: object, epsilon: object, method: str = "
     Every rule is also capped, for eps >= 0, by delta(eps) <= delta(0) = TV <= sqrt(1 - e^{-r})
     (Bretagnolle-Huber, since KL <= D_a for a > 1), and the result is clipped to [0, 1].
     """
-    method = _method(method)
+    conversion = _conversion(conversion)
     a, r = _curve_pair(orders, rdp)
     e = check.real_array("epsilon", epsilon)
     keep = np.isfinite(r)
@@ -626,13 +626,13 @@ def delta_from_rdp(orders: object, rdp: object, epsilon: object, method: str = "
         return _like(epsilon, np.ones(e.shape))
     a, r = a[keep][None, :], r[keep][None, :]
     with np.errstate(invalid="ignore", over="ignore"):
-        log_d = _log_delta_rules(a, r, flat, method)
+        log_d = _log_delta_rules(a, r, flat, conversion)
         log_d = np.where(flat >= 0, np.minimum(log_d, _log_tv_bound(r)), log_d)
     delta = np.exp(np.minimum(np.min(log_d, axis=1), 0.0))
     return _like(epsilon, np.clip(delta, 0.0, 1.0).reshape(e.shape))
 
 
-def epsilon_from_rdp(orders: object, rdp: object, delta: object, method: str = "improved") -> Any:
+def epsilon_from_rdp(orders: object, rdp: object, delta: object, conversion: str = "improved") -> Any:
     """Upper bound on eps(delta) from an RDP curve, minimised over the orders where it is finite.
 
     Vectorised over ``delta`` in (0, 1) (a float in, a float out); +inf if no order is
@@ -648,7 +648,7 @@ def epsilon_from_rdp(orders: object, rdp: object, delta: object, method: str = "
     rules can give eps < 0, and (eps, delta)-DP implies (eps', delta)-DP for every
     eps' >= eps, so max(eps, 0) is still a valid upper bound for the usual eps >= 0 notion.
     """
-    method = _method(method)
+    conversion = _conversion(conversion)
     a, r = _curve_pair(orders, rdp)
     d = check.delta_array("delta", delta)
     keep = np.isfinite(r)
@@ -657,7 +657,7 @@ def epsilon_from_rdp(orders: object, rdp: object, delta: object, method: str = "
     a, r = a[keep][None, :], r[keep][None, :]
     log_delta = np.log(d.reshape(-1, 1))
     am1 = a - 1
-    if method == "classic":
+    if conversion == "classic":
         eps = r - log_delta / am1
     else:
         eps = r + np.log1p(-1 / a) - (log_delta + np.log(a)) / am1
@@ -666,21 +666,21 @@ def epsilon_from_rdp(orders: object, rdp: object, delta: object, method: str = "
 
 
 def rdp_epsilon(mechanism: Mechanism, delta: object, orders: object = DEFAULT_ORDERS, *,
-                method: str = "improved") -> Any:
+                conversion: str = "improved") -> Any:
     """Upper bound on eps(delta) of ``mechanism`` through its RDP curve (see [`epsilon_from_rdp`][privselect.accounting.rdp.epsilon_from_rdp])."""
-    method = _method(method)
+    conversion = _conversion(conversion)
     d = check.delta_array("delta", delta)
     a = _orders_array(orders).reshape(-1)
-    return _like(delta, np.asarray(epsilon_from_rdp(a, rdp_curve(mechanism, a), d, method)))
+    return _like(delta, np.asarray(epsilon_from_rdp(a, rdp_curve(mechanism, a), d, conversion)))
 
 
 def rdp_delta(mechanism: Mechanism, epsilon: object, orders: object = DEFAULT_ORDERS, *,
-              method: str = "improved") -> Any:
+              conversion: str = "improved") -> Any:
     """Upper bound on delta(eps) of ``mechanism`` through its RDP curve (see [`delta_from_rdp`][privselect.accounting.rdp.delta_from_rdp])."""
-    method = _method(method)
+    conversion = _conversion(conversion)
     e = check.real_array("epsilon", epsilon)
     a = _orders_array(orders).reshape(-1)
-    return _like(epsilon, np.asarray(delta_from_rdp(a, rdp_curve(mechanism, a), e, method)))
+    return _like(epsilon, np.asarray(delta_from_rdp(a, rdp_curve(mechanism, a), e, conversion)))
 
 
 # ----------------------------------------------------------------------------------------
@@ -695,35 +695,35 @@ class RdpCurve(DirectionalCurve):
     therefore unbounded (``inf``).
     """
 
-    def __init__(self, orders: np.ndarray, rdp: np.ndarray, method: str = "improved") -> None:
+    def __init__(self, orders: np.ndarray, rdp: np.ndarray, conversion: str = "improved") -> None:
         self.orders, self.rdp = _curve_pair(orders, rdp)
-        self.method = _method(method)
+        self.conversion = _conversion(conversion)
         self.direction = "both"
         self.error_budget = ErrorBudget(eps_error=math.inf, delta_error=math.inf,
                                         details=(("rdp_upper_bound_only", math.inf),))
 
     def delta_bounds(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.asarray(eps, dtype=float)
-        upper = np.asarray(delta_from_rdp(self.orders, self.rdp, e, self.method), dtype=float).reshape(e.shape)
+        upper = np.asarray(delta_from_rdp(self.orders, self.rdp, e, self.conversion), dtype=float).reshape(e.shape)
         return np.zeros(e.shape), upper
 
     def epsilon_bounds(self, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         d = np.asarray(delta, dtype=float)
-        upper = np.asarray(epsilon_from_rdp(self.orders, self.rdp, d, self.method), dtype=float).reshape(d.shape)
+        upper = np.asarray(epsilon_from_rdp(self.orders, self.rdp, d, self.conversion), dtype=float).reshape(d.shape)
         return np.full(d.shape, -np.inf), upper
 
 
-def rdp_profile(mechanism: Mechanism, *, orders: object = DEFAULT_ORDERS, method: str = "improved") -> PrivacyProfile:
+def rdp_profile(mechanism: Mechanism, *, orders: object = DEFAULT_ORDERS, conversion: str = "improved") -> PrivacyProfile:
     """Upper-bound-only [`PrivacyProfile`][privselect.accounting.rdp.PrivacyProfile] of ``mechanism`` from its RDP curve."""
-    method = _method(method)
+    conversion = _conversion(conversion)
     a = _orders_array(orders).reshape(-1)
     curve = rdp_curve(mechanism, a)
     finite = np.isfinite(curve)
     logger.debug("rdp_profile: %d orders, %d finite", a.size, int(finite.sum()))
     return PrivacyProfile(
-        curves=(RdpCurve(a, curve, method),),
+        curves=(RdpCurve(a, curve, conversion),),
         method="rdp",
         mechanism=mechanism,
-        description=f"RDP upper bound ({method} conversion, {a.size} orders)",
-        metadata=(("orders", a.size), ("conversion", method)),
+        description=f"RDP upper bound ({conversion} conversion, {a.size} orders)",
+        metadata=(("orders", a.size), ("conversion", conversion)),
     )

@@ -115,7 +115,7 @@ def matrix(rows: dict, repeat: int, accountants: tuple[str, ...]) -> list[dict]:
             pld, pld_s = _cell(lambda: pld_epsilon(parts, delta), repeat)
             prv, prv_s = _cell(lambda: prv_accountant_epsilon(parts, delta), repeat)
             for acc in ("default",) + accountants:
-                opts = {} if acc == "default" else {"method": acc}
+                opts = {} if acc == "default" else {"accountant": acc}
                 if acc == "prv":
                     opts["target_delta"] = delta  # PRV sizes its error terms for the query delta
                 eps, sec = _cell(lambda: default_epsilon(parts, delta, **opts), repeat)

@@ -133,7 +133,7 @@ def default_epsilon(query: Query) -> tuple[float, str]:
     prof = ps.privacy_profile(query.mechanism())
     eps = max(float(prof.epsilon(query.delta)), 0.0)
     source = getattr(prof, "epsilon_source", None)
-    chosen = source(query.delta) if callable(source) else getattr(prof, "method", "auto")
+    chosen = source(query.delta) if callable(source) else getattr(prof, "accountant", "auto")
     return eps, f"auto:{chosen}"
 
 

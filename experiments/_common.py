@@ -135,7 +135,7 @@ class FunctionCurve(DirectionalCurve):
 
 
 def function_profile(delta_fn: Callable[[np.ndarray], np.ndarray], label: str, mechanism=None) -> PrivacyProfile:
-    return PrivacyProfile(curves=(FunctionCurve(delta_fn, label),), method=label, mechanism=mechanism,
+    return PrivacyProfile(curves=(FunctionCurve(delta_fn, label),), accountant=label, mechanism=mechanism,
                           description=f"external profile: {label}")
 
 
@@ -156,7 +156,7 @@ def rdp_selection_profile(mechanism: ps.Mechanism, k: ps.selection.KDistribution
     """Upper-only profile of "best of K runs" from the RDP baseline (KRW Thm 5.1 / 5.6)."""
     orders = np.asarray(rdp.DEFAULT_ORDERS)
     curve = selection_rdp_curve(mechanism, k, orders)
-    return PrivacyProfile(curves=(RdpCurve(orders, curve),), method="rdp-selection", mechanism=mechanism,
+    return PrivacyProfile(curves=(RdpCurve(orders, curve),), accountant="rdp-selection", mechanism=mechanism,
                           description=f"RDP selection bound, K ~ {k!r}")
 
 
@@ -247,7 +247,7 @@ def run_dpsgd_comparison(name: str, *, sigma: float, rate: float, steps: int, de
     largest = max(list(means) + [10 * m for m in factor_means])
     profile = accountant_profile(base, delta / largest)
     curves = selection_vs_mean(base, profile, means, delta)
-    rows = [{"panel": "eps_vs_m", "m": m, "delta": delta, "accountant": profile.method,
+    rows = [{"panel": "eps_vs_m", "m": m, "delta": delta, "accountant": profile.accountant,
              **{f"eps_{key}": float(values[i]) for key, values in curves.items()}} for i, m in enumerate(means)]
     factors = {"geometric": [], "poisson": []}
     for m in factor_means:
@@ -255,7 +255,7 @@ def run_dpsgd_comparison(name: str, *, sigma: float, rate: float, steps: int, de
             target, m_profile = candidates_factor(profile, base, m, delta, family)
             factors[family_name].append(m_profile / m)
             rows.append({"panel": "candidates_factor", "family": family_name, "m": m, "delta": delta,
-                         "accountant": profile.method, "target_eps_rdp": target, "m_profile": m_profile,
+                         "accountant": profile.accountant, "target_eps_rdp": target, "m_profile": m_profile,
                          "factor": m_profile / m})
 
     ncols = 3 if len(factor_means) > 1 else 2
@@ -277,7 +277,7 @@ def run_dpsgd_comparison(name: str, *, sigma: float, rate: float, steps: int, de
         ax.legend()
 
     key: dict[str, Any] = {"mechanism": mechanism_label(sigma, rate, steps), "delta": delta,
-                           "accountant": profile.method, "eps_base": float(profile.epsilon(delta))}
+                           "accountant": profile.accountant, "eps_base": float(profile.epsilon(delta))}
     for m in (10, 100):
         if m in list(means):
             i = list(means).index(m)

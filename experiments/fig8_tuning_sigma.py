@@ -75,7 +75,7 @@ def run(quick: bool = False, out_dir=None) -> dict:
             steps[s].append(t)
             per_candidate[s].append(eps)
             rows.append({"m": m, "sigma": s, "steps": t, "eps_cor62": th.epsilon, "eps_thm52_candidate": eps,
-                         "accountant": profile.method, "eps1": th.eps1, "delta1": th.delta1, "eps_hat": th.eps_hat,
+                         "accountant": profile.accountant, "eps1": th.eps1, "delta1": th.delta1, "eps_hat": th.eps_hat,
                          "delta_hat": th.delta_hat, "reference_mu": th.reference_mu})
 
     fig, axes = c.figure(1, 3, width=4.6)

@@ -45,7 +45,7 @@ def test_gaussian_profile_matches_closed_form():
     np.testing.assert_allclose(upper, exact, rtol=1e-9)
     assert_bracket(lower, upper, exact, rel_width=1e-9)
     assert len(prof.curves) == 1 and prof.curves[0].direction == "both"
-    assert prof.method == "cf"
+    assert prof.accountant == "cf"
 
 
 @pytest.mark.parametrize("eps, exact", [(8.0, 3.6508216874e-15), (12.0, 5.2084420690e-32)])
@@ -231,7 +231,7 @@ def test_options_are_validated(option, value):
 
 def test_privacy_profile_dispatches_to_cf():
     prof = ps.privacy_profile(ps.Gaussian(2.0).compose(4), accountant="cf", rel_tol=1e-9)
-    assert prof.method == "cf" and dict(prof.metadata)["rel_tol"] == 1e-9
+    assert prof.accountant == "cf" and dict(prof.metadata)["rel_tol"] == 1e-9
     assert prof.delta(1.0) == pytest.approx(float(gaussian_delta(1.0, 1.0)), rel=1e-8)
 
 

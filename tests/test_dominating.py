@@ -275,7 +275,7 @@ class _RandomizedResponseCurve(DirectionalCurve):
 def test_rdp_of_a_pure_dp_profile_is_randomized_response():
     """No mass at +-inf: the pair's exact Renyi divergences, at or above randomized response's."""
     eps0 = 0.8
-    pm = ProfileMechanism(PrivacyProfile(curves=(_RandomizedResponseCurve(eps0),), method="exact"))
+    pm = ProfileMechanism(PrivacyProfile(curves=(_RandomizedResponseCurve(eps0),), accountant="exact"))
     assert pm.losses.remove.inf_mass == 0.0
     orders = np.array([1.5, 2.0, 8.0, 64.0])
     exact = rdp.rdp_curve(ps.RandomizedResponse(math.exp(eps0) / (1 + math.exp(eps0))), orders)

@@ -220,7 +220,7 @@ def test_error_budget_is_reported_and_respected():
     assert eta <= 1e-9 * (1 + 1e-9)
     assert budget.delta_error >= eta
     assert budget.min_delta >= budget.delta_error
-    assert prof.method == "prv" and dict(prof.metadata)["compositions"] == 300
+    assert prof.accountant == "prv" and dict(prof.metadata)["compositions"] == 300
 
 
 def test_delta_below_floating_point_floor_raises():

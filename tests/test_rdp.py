@@ -353,7 +353,7 @@ def test_gaussian_rdp_epsilon_is_an_upper_bound(mu):
 def test_rdp_profile():
     mech = ps.Gaussian(1.1).poisson_subsample(0.01).compose(1000)
     prof = ps.privacy_profile(mech, accountant="rdp")
-    assert prof.method == "rdp"
+    assert prof.accountant == "rdp"
     assert prof.epsilon(1e-5) == pytest.approx(rdp.rdp_epsilon(mech, 1e-5), rel=1e-15)
     lower, upper = prof.delta_bounds(np.array([0.5, 1.0, 2.0]))
     assert (lower == 0).all()

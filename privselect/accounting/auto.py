@@ -374,7 +374,7 @@ class Auto(Accountant):
         directions = ("both",) if mechanism.is_symmetric else ("remove", "add")
         curves = tuple(PointwiseMinCurve(delta_tiers, eps_tiers, direction) for direction in directions)
         names = tuple(m.name for m in curves[0].members)
-        return MinProfile(curves=curves, method="auto", mechanism=mechanism,
+        return MinProfile(curves=curves, accountant="auto", mechanism=mechanism,
                           description="pointwise best of " + ", ".join(names),
                           metadata=(("accountants", names),))
 

@@ -109,10 +109,10 @@ def average_profile(profiles: Sequence[PrivacyProfile], weights: Sequence[float]
         raise ValueError(f"weights must be non-negative and sum to 1, got {w.tolist()}")
     if len(profiles) == 1:
         return profiles[0]
-    methods = sorted({p.method for p in profiles})
+    methods = sorted({p.accountant for p in profiles})
     return PrivacyProfile(
         curves=(AveragedCurve(profiles, w),),
-        method="average[" + ",".join(methods) + "]",
+        accountant="average[" + ",".join(methods) + "]",
         mechanism=mechanism,
         description=f"average of {len(profiles)} profiles (joint convexity)",
         metadata=(("components", len(profiles)),),

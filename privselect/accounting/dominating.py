@@ -385,7 +385,7 @@ class ProfileMechanism(Mechanism):
         return self.losses.is_symmetric
 
     def __repr__(self) -> str:
-        label = self.profile.description or self.profile.method
+        label = self.profile.description or self.profile.accountant
         return f"ProfileMechanism({label!r})"
 
 
@@ -486,7 +486,7 @@ class PoissonSplit(Mechanism):
         return False
 
     def __repr__(self) -> str:
-        labels = [p.description or p.method for p in (self.first, self.second)]
+        labels = [p.description or p.accountant for p in (self.first, self.second)]
         return f"PoissonSplit({labels[0]!r}, {labels[1]!r}, rate={self.rate:g})"
 
 

@@ -144,10 +144,16 @@ class PrivacyProfile:
     """
 
     curves: tuple[DirectionalCurve, ...]
-    method: str
+    #: The accountant that built it (``"prv"``, ``"auto"``, ``"selection[auto]"``, ...).
+    accountant: str
     mechanism: Any = None
     description: str = ""
     metadata: tuple[tuple[str, Any], ...] = field(default=())
+
+    @property
+    def method(self):
+        raise AttributeError("PrivacyProfile.method was renamed: the accountant that built the profile is "
+                             "PrivacyProfile.accountant (one name per concept, as in Certificate.accountant)")
 
     def __post_init__(self) -> None:
         if not self.curves:
@@ -200,7 +206,7 @@ class PrivacyProfile:
         if floor > 0 and (d <= floor).any():
             raise CertificationError(
                 f"delta={float(d.min()):.3g} is below {floor:.3g}, the smallest delta this "
-                f"{self.method} profile can certify in double precision; use a larger delta "
+                f"{self.accountant} profile can certify in double precision; use a larger delta "
                 "or an accountant with a lower floor (accountant='cf')"
             )
         lows, ups = zip(*(c.epsilon_bounds(d) for c in self.curves))
@@ -240,7 +246,7 @@ class PrivacyProfile:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "method": self.method,
+            "accountant": self.accountant,
             "mechanism": repr(self.mechanism),
             "description": self.description,
             "directions": [c.direction for c in self.curves],
@@ -745,7 +751,7 @@ class GaussianCurve(DirectionalCurve):
     """Exact curve of the (composed) Gaussian mechanism: mu = sqrt(sum k_i mu_i^2).
 
     The bracket bounds every rounding of the closed form (see ``_gaussian_delta_side``); mu**2 must
-    be a finite double (as in method='exact', which composes mu**2), so every eps(delta) is finite.
+    be a finite double (as in accountant='exact', which composes mu**2), so every eps(delta) is finite.
     ``mu_bounds = (lo, hi)`` (with lo <= mu <= hi) is the certified range of mu when mu itself was
     computed (e.g. composed from per-step values, [`composed_gaussian_curve`][privselect.accounting.profile.composed_gaussian_curve]): delta(eps)
     increases in mu, so the upper side is evaluated at hi and the lower side at lo.
@@ -838,10 +844,10 @@ def discrete_profile(p, q) -> PrivacyProfile:
         if (arr < 0).any() or not math.isclose(float(arr.sum()), 1.0, rel_tol=0, abs_tol=1e-12):
             raise ValueError(f"{name} must be a probability vector (non-negative, summing to 1)")
     curves = (DiscretePairCurve(pa, qa, "p||q"), DiscretePairCurve(qa, pa, "q||p"))
-    return PrivacyProfile(curves=curves, method="exact", description="discrete pair")
+    return PrivacyProfile(curves=curves, accountant="exact", description="discrete pair")
 
 
 def gdp_profile(mu: float) -> PrivacyProfile:
     """The exact privacy profile of mu-Gaussian DP (Dong, Roth, Su 2022); mu > 0 with mu**2 finite."""
     mu = check.positive("mu", mu)
-    return PrivacyProfile(curves=(GaussianCurve(mu),), method="exact", description=f"{mu}-GDP")
+    return PrivacyProfile(curves=(GaussianCurve(mu),), accountant="exact", description=f"{mu}-GDP")

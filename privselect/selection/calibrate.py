@@ -73,7 +73,7 @@ def largest_mean(base: Mechanism | PrivacyProfile, target_epsilon: float, delta:
             # "auto" (answers every delta); otherwise this mean cannot be certified, which counts as
             # missing the target (the answer stays valid).
             mechanism = state["profile"].mechanism
-            if isinstance(mechanism, Mechanism) and state["profile"].method != "auto":
+            if isinstance(mechanism, Mechanism) and state["profile"].accountant != "auto":
                 state["profile"] = privacy_profile(mechanism, accountant="auto")
                 return excess(mean)
             return math.inf

@@ -239,7 +239,7 @@ def _answering_accountant(profile: PrivacyProfile, delta: float) -> str:
     """The accountant whose profile answers eps(delta): "auto[<member>]" for the auto accountant."""
     if hasattr(profile, "epsilon_source"):
         return f"auto[{profile.epsilon_source(min(max(delta, 1e-300), 0.5))}]"
-    return str(dict(profile.metadata).get("accountant", profile.method))
+    return str(dict(profile.metadata).get("accountant", profile.accountant))
 
 
 def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, accountant: str,

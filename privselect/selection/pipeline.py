@@ -159,7 +159,7 @@ def certify_pipeline(base: Mechanism | PrivacyProfile, k: KDistribution, delta: 
         profile = pipeline_profile(base, k, final=final, tuning_rate=rate, final_data=final_data,
                                    **accountant_options)
         results["profile"] = float(profile.epsilon(delta))
-        budget, accountant = profile.error_budget, profile.method
+        budget, accountant = profile.error_budget, profile.accountant
     except CertificationError as exc:
         notes.append(f"profile: {exc}")
     if final_data == "complement":

@@ -129,7 +129,7 @@ def rnm_profile(noise: Gaussian | Laplace, m: int, *, rounds: int = 1, monotone:
                            **accountant_options)
     theorem = "Koskela-Redberg-Wang 2024, Thm 3.2" if rounds == 1 else "Koskela-Redberg-Wang 2024, Thm 3.3"
     curve = ScaledShiftedCurve(base, scale=scale, label="rnm_candidates")
-    return PrivacyProfile(curves=(curve,), method=f"rnm[{base.method}]", mechanism=base.mechanism,
+    return PrivacyProfile(curves=(curve,), accountant=f"rnm[{base.accountant}]", mechanism=base.mechanism,
                           description=f"Report-Noisy-Max of {m} candidates, {rounds} round(s); {theorem}",
                           metadata=(("theorem", theorem), ("m", m), ("rounds", rounds), ("monotone", monotone)))
 

@@ -1215,7 +1215,7 @@ class CFAccountant:
         )
         return PrivacyProfile(
             curves=curves,
-            method="cf",
+            accountant="cf",
             mechanism=mechanism,
             description="characteristic-function accountant (Zhu, Dong, Wang 2022)",
             metadata=metadata,

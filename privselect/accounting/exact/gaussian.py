@@ -90,6 +90,6 @@ class ExactAccountant(Accountant):
             return None
         mu_low, mu_high = _sqrt_bracket(square)
         curve = GaussianCurve(mu_high, mu_bounds=(mu_low, mu_high))
-        return PrivacyProfile(curves=(curve,), method="exact", mechanism=mechanism,
+        return PrivacyProfile(curves=(curve,), accountant="exact", mechanism=mechanism,
                               description=f"{mu_high:.6g}-GDP (exact, Dong-Roth-Su 2022 Cor. 3.3)",
                               metadata=(("mu", mu_high), ("mu_low", mu_low)))

@@ -271,7 +271,7 @@ class PRVAccountant:
         logger.debug("prv profile (%d compositions, %d distinct) built in %.3fs", total, len(parts), seconds)
         return PrivacyProfile(
             curves=tuple(curves),
-            method="prv",
+            accountant="prv",
             mechanism=mechanism,
             description=(f"PRV accountant (Gopi, Lee, Wutschitz 2021), {total} compositions, "
                          f"eps_error <= {eps_target:.3g}, delta_error ~ {delta_error:.3g}"),

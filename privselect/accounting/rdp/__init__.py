@@ -722,7 +722,7 @@ def rdp_profile(mechanism: Mechanism, *, orders: object = DEFAULT_ORDERS, conver
     logger.debug("rdp_profile: %d orders, %d finite", a.size, int(finite.sum()))
     return PrivacyProfile(
         curves=(RdpCurve(a, curve, conversion),),
-        method="rdp",
+        accountant="rdp",
         mechanism=mechanism,
         description=f"RDP upper bound ({conversion} conversion, {a.size} orders)",
         metadata=(("orders", a.size), ("conversion", conversion)),

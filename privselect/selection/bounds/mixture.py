@@ -490,7 +490,7 @@ def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1
         directions = [("both", [(p, _MaxCurve(prof)) for p, prof in zip(probs, profiles)])]
         source = source or f"{accountant} per bucket"
     curves = tuple(KMixtureCurve(d, parts, p_zero, tail_mass, info) for d, parts in directions)
-    return PrivacyProfile(curves=curves, method=f"k-mixture[{accountant}]", mechanism=base,
+    return PrivacyProfile(curves=curves, accountant=f"k-mixture[{accountant}]", mechanism=base,
                           description=f"K ~ {k_dist!r} adaptive runs, all released (mixture of k-fold compositions)",
                           metadata=(("bound", "mixture of k-fold compositions (K independent of the data)"),
                                     ("k_max", int(ends[-1])), ("buckets", len(ends)), ("bucket_profiles", source)))

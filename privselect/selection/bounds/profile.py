@@ -122,7 +122,7 @@ def selection_profile(base, k_dist: KDistribution, **accountant_options) -> Priv
                                label="selection_mean_amplification")
     return PrivacyProfile(
         curves=(curve,),
-        method=f"selection[{base_profile.method}]",
+        accountant=f"selection[{base_profile.accountant}]",
         mechanism=base_profile.mechanism,
         description=f"best of K ~ {k_dist!r} runs; {sel.theorem}, eps_1 = {sel.epsilon1:.6g}, shift = {sel.shift:.6g}",
         metadata=(("theorem", sel.theorem), ("epsilon1", sel.epsilon1), ("shift", sel.shift), ("mean_k", sel.mean)),

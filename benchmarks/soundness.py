@@ -35,9 +35,11 @@ default, with the fraction of queries within 0.5% and 5%.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import logging
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -81,6 +83,12 @@ class Result:
     violations: list = field(default_factory=list)
     reference_errors: list = field(default_factory=list)  # PLD-only candidates refuted by PLD's own delta
     seconds: float = 0.0
+    interval_used: float | None = None  # the coarse PLD interval after the loss-range coarsening
+    # Fine mode (--fine-interval): which reference decided the default's tightness verdict.
+    sandwich: dict = field(default_factory=dict)  # tolerance -> certified by the optimistic PLD's delta
+    pld_fine: float | None = None  # pessimistic PLD at the fine interval (computed only if needed)
+    fine_interval_used: float | None = None
+    fine_error: str | None = None
 
     # The closed form, where there is one, decides alone (dp-accounting's optimistic PLD can lie
     # above it at tiny delta: its FFT composition is below its floating-point floor there).
@@ -137,12 +145,12 @@ def default_epsilon(query: Query) -> tuple[float, str]:
     return eps, f"auto:{chosen}"
 
 
-def pld_distributions(query: Query, interval: float) -> list:
-    """dp-accounting's composed PLDs: [optimistic, pessimistic]."""
+def pld_distributions(query: Query, interval: float, modes: tuple[bool, ...] = (False, True)) -> list:
+    """dp-accounting's composed PLDs, one per mode (False: optimistic, True: pessimistic)."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     out = []
-    for pessimistic in (False, True):
+    for pessimistic in modes:
         total = None
         for p in query.parts:
             make = pld.from_gaussian_mechanism if p.kind == "gaussian" else pld.from_laplace_mechanism
@@ -188,10 +196,13 @@ def check(query: Query, interval: float, accountants: tuple[str, ...] = ACCOUNTA
     res.timings["default"] = time.perf_counter() - t
     res.exact = exact_epsilon(query)
     t = time.perf_counter()
+    optimistic = None
     try:
-        scale = max([v for v in [res.default, *res.accountants.values()] if isinstance(v, float) and math.isfinite(v)]
-                    + [1.0])
-        optimistic, pessimistic = pld_distributions(query, max(interval, 4 * scale / 2e6))
+        res.interval_used = _coarsened(interval, res)
+        (optimistic,) = pld_distributions(query, res.interval_used, (False,))
+        t_pess = time.perf_counter()
+        (pessimistic,) = pld_distributions(query, res.interval_used, (True,))
+        res.timings["pld_pessimistic"] = time.perf_counter() - t_pess
         res.pld_optimistic = max(float(optimistic.get_epsilon_for_delta(query.delta)), 0.0)
         res.pld_pessimistic = max(float(pessimistic.get_epsilon_for_delta(query.delta)), 0.0)
         if _below(res.pld_pessimistic, res.pld_optimistic):  # inconsistent reference: drop it
@@ -199,6 +210,8 @@ def check(query: Query, interval: float, accountants: tuple[str, ...] = ACCOUNTA
     except Exception:  # noqa: BLE001 - the reference failing is not privselect's failure
         res.pld_optimistic = res.pld_pessimistic = None
     res.timings["pld"] = time.perf_counter() - t
+    if optimistic is not None and res.pld_optimistic is not None and res.exact is None and res.refusal is None:
+        res.sandwich = {str(tol): _sandwiched(optimistic, res.default, query.delta, tol) for tol in TOLERANCES}
     lower = res.lower_reference
     if lower is not None:
         for name, value in [("default", res.default)] + list(res.accountants.items()):
@@ -216,28 +229,98 @@ def check(query: Query, interval: float, accountants: tuple[str, ...] = ACCOUNTA
     return res
 
 
+def _coarsened(interval: float, res: Result) -> float:
+    """The PLD interval actually used: ``interval``, coarsened so that the loss grid up to four times
+    the largest epsilon seen stays within about 2e6 points (dp-accounting's memory and time)."""
+    scale = max([v for v in [res.default, *res.accountants.values()] if isinstance(v, float) and math.isfinite(v)]
+                + [1.0])
+    return max(interval, 4 * scale / 2e6)
+
+
+#: Tightness tolerances of issue 14's goal (relative gap to the upper reference).
+TOLERANCES = (0.005, 0.05)
+
+
+def _gap_threshold(value: float, tol: float) -> float:
+    """The smallest reference r with ``_gap(value, r) <= tol`` (``_gap`` decreases in r)."""
+    if value / (1 + tol) >= REL_FLOOR:
+        return value / (1 + tol)
+    return value - tol * REL_FLOOR
+
+
+def _sandwiched(optimistic, value: float, delta: float, tol: float) -> bool:
+    """True if dp-accounting's optimistic PLD proves every upper reference is within ``tol`` of ``value``.
+
+    With x = ``_gap_threshold(value, tol)``: the optimistic PLD's delta(x) is a lower bound on the
+    true delta(x); if it exceeds the query delta (beyond ``PLD_FLOOR``), the true eps(delta) > x, so
+    any valid upper bound on the truth (the pessimistic PLD at any interval) is > x and ``value`` is
+    within ``tol`` of it. This uses dp-accounting's delta(eps), not its eps(delta) search.
+    """
+    x = _gap_threshold(value, tol)
+    if x <= 0:
+        return True  # any reference >= 0 will do
+    return float(optimistic.get_delta_for_epsilon(x)) > delta * (1 + 1e-9) + PLD_FLOOR
+
+
+def refine(res: Result, fine_interval: float) -> None:
+    """The pessimistic PLD at ``fine_interval`` (coarsened as for the coarse one) as the upper reference."""
+    t = time.perf_counter()
+    try:
+        res.fine_interval_used = _coarsened(fine_interval, res)
+        (pessimistic,) = pld_distributions(res.query, res.fine_interval_used, (True,))
+        res.pld_fine = max(float(pessimistic.get_epsilon_for_delta(res.query.delta)), 0.0)
+        if res.pld_optimistic is not None and _below(res.pld_fine, res.pld_optimistic):
+            res.fine_error = f"inconsistent: pessimistic {res.pld_fine!r} < optimistic {res.pld_optimistic!r}"
+            res.pld_fine = None
+    except Exception as exc:  # noqa: BLE001 - the reference failing is not privselect's failure
+        res.fine_error = f"{type(exc).__name__}: {str(exc)[:120]}"
+    res.timings["pld_fine"] = time.perf_counter() - t
+    res.seconds += res.timings["pld_fine"]
+
+
+def verdict(res: Result) -> tuple[str, float | None]:
+    """Which reference decides the default's tightness in fine mode, and the gap it gives.
+
+    ``exact``: the closed form; ``pld_fine``: the pessimistic PLD at the fine interval;
+    ``sandwich``: decided within 0.5% by the optimistic PLD (the gap given is the one to the
+    optimistic PLD's eps, an upper bound on the gap to any valid upper reference, capped at 0.5%);
+    ``undecided``: none of these (fine PLD not run or failed).
+    """
+    if res.refusal is not None:
+        return "refused", None
+    if res.exact is not None:
+        return "exact", _gap(res.default, res.exact)
+    if res.pld_fine is not None:
+        return "pld_fine", _gap(res.default, res.pld_fine)
+    if res.sandwich.get(str(TOLERANCES[0])):
+        bound = _gap(res.default, res.pld_optimistic)
+        return "sandwich", TOLERANCES[0] if bound is None else min(bound, TOLERANCES[0])
+    return "undecided", None
+
+
 def _gap(value, reference) -> float | None:
     if not isinstance(value, float) or not math.isfinite(value) or reference is None:
         return None
     return (value - reference) / max(reference, REL_FLOOR)
 
 
-def summarise(results: list[Result]) -> dict:
-    def dist(values):
-        if not values:
-            return {"n": 0}
-        a = np.asarray(values)
-        return {"n": int(a.size), "within_0.5%": float(np.mean(a <= 0.005)), "within_5%": float(np.mean(a <= 0.05)),
-                **{k: float(np.quantile(a, p)) for k, p in (("min", 0), ("median", 0.5), ("p95", 0.95),
-                                                             ("p99", 0.99), ("max", 1))}}
+def _dist(values) -> dict:
+    if not values:
+        return {"n": 0}
+    a = np.asarray(values)
+    return {"n": int(a.size), "within_0.5%": float(np.mean(a <= 0.005)), "within_5%": float(np.mean(a <= 0.05)),
+            **{k: float(np.quantile(a, p)) for k, p in (("min", 0), ("median", 0.5), ("p95", 0.95),
+                                                         ("p99", 0.99), ("max", 1))}}
 
-    tight = {"default": dist([g for r in results if (g := _gap(r.default, r.upper_reference)) is not None])}
+
+def summarise(results: list[Result], fine_interval: float | None = None) -> dict:
+    tight = {"default": _dist([g for r in results if (g := _gap(r.default, r.upper_reference)) is not None])}
     for name in ACCOUNTANTS:
-        tight[name] = dist([g for r in results if (g := _gap(r.accountants.get(name), r.upper_reference)) is not None])
+        tight[name] = _dist([g for r in results if (g := _gap(r.accountants.get(name), r.upper_reference)) is not None])
     chosen: dict[str, int] = {}
     for r in results:
         chosen[r.default_accountant] = chosen.get(r.default_accountant, 0) + 1
-    return {
+    out = {
         "mechanisms": len(results),
         "violations": sum(len(r.violations) for r in results),
         "reference_errors": sum(len(r.reference_errors) for r in results),
@@ -250,8 +333,101 @@ def summarise(results: list[Result]) -> dict:
         "tightness_vs_best_upper_reference": tight,
         "seconds_total": float(sum(r.seconds for r in results)),
         "seconds_by_part": {n: round(float(sum(r.timings.get(n, 0.0) for r in results)), 2)
-                            for n in ("default",) + ACCOUNTANTS + ("pld",)},
+                            for n in ("default",) + ACCOUNTANTS + ("pld", "pld_pessimistic", "pld_fine")},
     }
+    if fine_interval is not None:
+        out["goal"] = summarise_goal(results, fine_interval)
+    return out
+
+
+def summarise_goal(results: list[Result], fine_interval: float) -> dict:
+    """Issue 14's goal: the default against the better of exact and the pessimistic PLD at ``fine_interval``."""
+    verdicts = [(r, *verdict(r)) for r in results]
+    n = len(results)
+    decided_by: dict[str, int] = {}
+    for _, source, _ in verdicts:
+        decided_by[source] = decided_by.get(source, 0) + 1
+    gaps = [g for _, _, g in verdicts if g is not None]
+    within = {}
+    for tol in TOLERANCES:
+        hits = sum(1 for r, source, g in verdicts
+                   if (g is not None and g <= tol) or (source == "undecided" and r.sandwich.get(str(tol))))
+        within[f"within_{100 * tol:g}%"] = hits / n if n else math.nan
+    coarsened = sorted({r.fine_interval_used for r in results
+                        if r.fine_interval_used is not None and r.fine_interval_used > fine_interval})
+    worst = sorted(((g, r, source) for r, source, g in verdicts if g is not None), key=lambda x: -x[0])[:5]
+    return {
+        "fine_interval": fine_interval,
+        "decided_by": decided_by,
+        **within,
+        "undecided": [{"mechanism": r.query.label(), "delta": r.query.delta, "default": r.default,
+                       "within_5%_by_sandwich": bool(r.sandwich.get(str(TOLERANCES[1]))), "fine_error": r.fine_error}
+                      for r, source, _ in verdicts if source == "undecided"],
+        "fine_pld_computed": sum(r.pld_fine is not None for r in results),
+        "fine_interval_coarsened": sum(r.fine_interval_used is not None and r.fine_interval_used > fine_interval
+                                       for r in results),
+        "fine_intervals_used_when_coarsened": coarsened,
+        "gap": _dist(gaps),
+        "worst": [{"gap": g, "source": source, "mechanism": r.query.label(), "parts": [asdict(p) for p in r.query.parts],
+                   "delta": r.query.delta, "default": r.default, "default_accountant": r.default_accountant,
+                   "exact": r.exact, "pld_fine": r.pld_fine, "fine_interval_used": r.fine_interval_used,
+                   "pld_optimistic": r.pld_optimistic, "pld_pessimistic": r.pld_pessimistic} for g, r, source in worst],
+    }
+
+
+def _report(summary: dict) -> str:
+    """The human-readable verdict of the goal block, naming the reference of every verdict."""
+    g = summary["goal"]
+    by = g["decided_by"]
+    lines = [
+        f"Goal (issue 14): default vs the better of exact and pessimistic PLD at {g['fine_interval']:g}, "
+        f"{summary['mechanisms']} mechanisms",
+        f"  violations {summary['violations']} (reference errors {summary['reference_errors']}), "
+        f"refusals {summary['refusals']}",
+        f"  verdict by reference: exact {by.get('exact', 0)}, direct fine PLD {by.get('pld_fine', 0)}, "
+        f"sandwich (optimistic PLD at the coarse interval proves <= 0.5%) {by.get('sandwich', 0)}, "
+        f"undecided {by.get('undecided', 0)}, refused {by.get('refused', 0)}",
+        f"  fine interval coarsened (huge loss range) in {g['fine_interval_coarsened']} cases, to "
+        f"{', '.join(f'{v:.3g}' for v in g['fine_intervals_used_when_coarsened']) or '-'}",
+        f"  within 0.5%: {100 * g['within_0.5%']:.2f}%   within 5%: {100 * g['within_5%']:.2f}%"
+        + ("  (undecided cases count as not within 0.5%, and within 5% only if sandwiched)" if by.get("undecided") else ""),
+    ]
+    d = g["gap"]
+    if d.get("n"):
+        lines.append(f"  gap over decided cases: median {100 * d['median']:+.3f}%, p95 {100 * d['p95']:+.3f}%, "
+                     f"p99 {100 * d['p99']:+.3f}%, max {100 * d['max']:+.3f}%, min {100 * d['min']:+.3f}%  "
+                     "(sandwich cases enter with their bound)")
+    for w in g["worst"][:3]:
+        lines.append(f"  worst: {100 * w['gap']:+.3f}% [{w['source']}] {w['mechanism']} delta={w['delta']:.4g} "
+                     f"default={w['default']:.6g}")
+    return "\n".join(lines)
+
+
+def _write(path: str | None, results: list[Result], args, phase: str, fine_interval: float | None) -> None:
+    """Write every case and the summary so far (atomically, so a killed run leaves a usable file)."""
+    if not path:
+        return
+    payload = {"phase": phase, "summary": summarise(results, fine_interval),
+               "cases": [asdict(r) for r in results], "args": vars(args)}
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump(payload, fh, indent=1, default=str)
+    os.replace(tmp, path)
+
+
+def _deadline(text: str | None) -> float | None:
+    """``HH:MM`` UTC today (or tomorrow if already past) as a POSIX time."""
+    if text is None:
+        return None
+    now = datetime.datetime.now(datetime.timezone.utc)
+    hh, mm = (int(v) for v in text.split(":"))
+    at = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+    return (at if at > now else at + datetime.timedelta(days=1)).timestamp()
+
+
+#: A fine PLD costs about this many times the coarse pessimistic one per factor 10 of interval
+#: (measured: 10x for 1e-4 -> 1e-5); used only to decide whether it still fits before --deadline.
+FINE_COST_FACTOR = 12.0
 
 
 def main(argv=None) -> int:
@@ -259,13 +435,21 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--interval", type=float, default=1e-4, help="dp-accounting PLD value discretisation")
+    parser.add_argument("--fine-interval", type=float, default=None,
+                        help="issue 14's goal: also decide the default's tightness against the pessimistic PLD at "
+                             "this interval, computing it only where the coarse optimistic PLD cannot decide")
+    parser.add_argument("--deadline", default=None,
+                        help="HH:MM UTC: start no fine PLD that would not end by then (those cases are reported "
+                             "as undecided)")
     parser.add_argument("--max-k", type=int, default=5_000)
-    parser.add_argument("--json", default=None, help="write every case and the summary here")
+    parser.add_argument("--json", default=None, help="write every case and the summary here (updated as it goes)")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--default-only", action="store_true",
                         help="check only the default (auto), not each accountant alone (much faster)")
     args = parser.parse_args(argv)
     accountants = () if args.default_only else ACCOUNTANTS
+    fine = args.fine_interval
+    deadline = _deadline(args.deadline)
     logging.getLogger().setLevel(logging.ERROR)  # dp-accounting warns about its optimistic fallback
     results = []
     for i, query in enumerate(sample(args.cases, np.random.default_rng(args.seed), args.max_k)):
@@ -275,15 +459,34 @@ def main(argv=None) -> int:
             gap = _gap(r.default, r.upper_reference)
             flag = (" VIOLATION:" + ",".join(r.violations)) if r.violations else ""
             flag += f" REFUSED {r.refusal}" if r.refusal else ""
+            if fine is not None and r.exact is None:
+                flag += " sandwich<=0.5%" if r.sandwich.get(str(TOLERANCES[0])) else " needs-fine"
             print(f"[{i + 1:4d}] {query.label():<58} delta={query.delta:8.2g} {r.default_accountant:<10} "
                   f"eps={r.default:10.5g} ref={r.upper_reference if r.upper_reference is not None else float('nan'):10.5g} "
                   f"gap={'-' if gap is None else f'{100 * gap:+.3f}%':>9} {r.seconds:6.2f}s{flag}", flush=True)
-    summary = summarise(results)
+        _write(args.json, results, args, "coarse", fine)
+    if fine is not None:  # cheapest first, so a deadline leaves the fewest cases undecided
+        todo = sorted((r for r in results if verdict(r)[0] == "undecided"),
+                      key=lambda r: r.timings.get("pld_pessimistic", math.inf))
+        for j, r in enumerate(todo):
+            cost = FINE_COST_FACTOR * r.timings.get("pld_pessimistic", 0.0) * max(1.0, math.log10(args.interval / fine))
+            if deadline is not None and time.time() + cost > deadline:
+                r.fine_error = "not run: would end after --deadline"
+                continue
+            refine(r, fine)
+            if not args.quiet:
+                source, gap = verdict(r)
+                print(f"[fine {j + 1:3d}/{len(todo)}] {r.query.label():<58} delta={r.query.delta:8.2g} "
+                      f"eps={r.default:10.5g} pld({r.fine_interval_used or fine:.3g})="
+                      f"{r.pld_fine if r.pld_fine is not None else float('nan'):10.5g} "
+                      f"gap={'-' if gap is None else f'{100 * gap:+.3f}%':>9} "
+                      f"{r.timings['pld_fine']:7.2f}s{' ' + r.fine_error if r.fine_error else ''}", flush=True)
+            _write(args.json, results, args, f"fine {j + 1}/{len(todo)}", fine)
+    summary = summarise(results, fine)
     print(json.dumps(summary, indent=2))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"summary": summary, "cases": [asdict(r) for r in results], "args": vars(args)}, fh,
-                      indent=1, default=str)
+    if fine is not None:
+        print(_report(summary))
+    _write(args.json, results, args, "done", fine)
     return 1 if summary["violations"] or summary["refusals"] else 0
 
 

@@ -105,7 +105,18 @@ def _cell(fn, repeat):
         return f"failed: {type(exc).__name__}: {str(exc)[:60]}", math.nan
 
 
+def warm_up() -> None:
+    """Import and exercise every library once, so that no row's time includes an import."""
+    tiny = (Part("gaussian", 1.0, 0.5, 3),)
+    for fn in (lambda: pld_epsilon(tiny, 1e-5, interval=1e-2), lambda: prv_accountant_epsilon(tiny, 1e-5)):
+        _cell(fn, 1)
+    for acc in ("auto", "prv", "cf", "rdp"):
+        _cell(lambda: default_epsilon(tiny, 1e-5, accountant=acc), 1)
+        _cell(lambda: default_epsilon((Part("laplace", 1.0, 1.0, 3),), 1e-5, accountant=acc), 1)
+
+
 def matrix(rows: dict, repeat: int, accountants: tuple[str, ...]) -> list[dict]:
+    warm_up()
     results = []
     header = (f"{'row':<20}{'delta':>7}{'accountant':>11}{'eps':>12}{'seconds':>9}"
               f"{'PLD1e-4 eps':>13}{'time x':>8}{'eps +%':>9}{'prv-acc eps':>13}{'time x':>8}{'eps +%':>9}")

@@ -94,6 +94,37 @@ def test_auto_answers_every_delta_down_to_1e_30():
     assert prof.epsilon_source(1e-30) == "cf"
 
 
+def _pld_epsilons(noise, rate, steps, delta, interval=1e-4):
+    """dp-accounting's optimistic and pessimistic PLD eps(delta) (a lower and an upper reference)."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    out = []
+    for pessimistic in (False, True):
+        dist = pld.from_gaussian_mechanism(noise, sampling_prob=rate, value_discretization_interval=interval,
+                                           pessimistic_estimate=pessimistic, use_connect_dots=pessimistic)
+        out.append(float(dist.self_compose(steps).get_epsilon_for_delta(delta)))
+    return out
+
+
+def test_auto_answers_many_step_eps_queries_by_cf_without_building_prv():
+    """From 1e3 compositions on, eps(delta) goes to CF first: DP-SGD (14063 steps) is answered
+    without a PRV grid, within the tightness bracket that would otherwise call the PRVs in, and
+    between dp-accounting's optimistic and pessimistic PLD."""
+    pytest.importorskip("dp_accounting")
+    noise, rate, steps = 1.1, 256 / 60000, 14063
+    prof = ps.privacy_profile(ps.Gaussian(noise).poisson_subsample(rate).compose(steps))
+    lower, upper = prof.epsilon_bounds(1e-5)
+    assert prof.epsilon_source(1e-5) == "cf"
+    assert "prv" not in prof.members and "prv(small delta)" not in prof.members
+    assert upper - lower <= 0.004 * upper + 4e-6
+    optimistic, pessimistic = _pld_epsilons(noise, rate, steps, 1e-5)
+    assert optimistic <= upper <= pessimistic * (1 + 1e-3)  # 2.38169 against 2.38178 (mesh 1e-4)
+    # below 1e3 compositions PRV answers first, as before
+    few = ps.privacy_profile(ps.Gaussian(noise).poisson_subsample(rate).compose(999))
+    few.epsilon(1e-5)
+    assert "prv" in few.members and "cf" not in few.members
+
+
 def test_old_method_keyword_is_a_clear_error():
     with pytest.raises(TypeError, match="renamed.*accountant="):
         ps.privacy_profile(ps.Gaussian(1.0), method="prv")

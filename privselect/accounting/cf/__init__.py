@@ -157,12 +157,16 @@ def _fourier_sum(log_a: np.ndarray, loc: np.ndarray, step: float, n: int) -> tup
     (any order inside a chunk): (1024 + chunks + 8) eps_mach sum a_j.
     """
     a = np.exp(log_a)
+    chunk = 1024
+    chunks = int(math.ceil(loc.size / chunk))
+    if n == 1:  # u = 0 only (the tilted mass): a plain sum, pairwise (error below the bound used)
+        rounding = _EPS * (chunk + chunks + 8) * float(np.sum(a))
+        return np.array([np.sum(a)], dtype=complex), np.array([rounding])
     block = max(1, int(math.ceil(math.sqrt(n))))
     blocks = int(math.ceil(n / block))
     rows = np.arange(block) * step
     cols = np.arange(blocks) * (step * block)
     out = np.zeros((block, blocks), complex)
-    chunk = 1024
     with _single_threaded_blas():
         for s in range(0, loc.size, chunk):
             lc = loc[s:s + chunk]
@@ -171,7 +175,6 @@ def _fourier_sum(log_a: np.ndarray, loc: np.ndarray, step: float, n: int) -> tup
             out += inner @ outer
     values = out.T.reshape(-1)[:n]
     u = step * np.arange(n)
-    chunks = int(math.ceil(loc.size / chunk))
     rounding = _EPS * ((chunk + chunks + 8) * float(np.sum(a)) + 2 * u * float(np.sum(a * np.abs(loc))))
     return values, rounding
 

@@ -339,6 +339,15 @@ class _SubsampledComponent(_Component):
         # proven quadrature error (Gaussian base: trapezoid aliasing bound) or only an estimate
         self.estimate = self.has_continuous and not probe.rigorous
         self._mgf_cache: dict[float, tuple[float, float]] = {}
+        self._last_rule: tuple[tuple[float, float], Any] | None = None
+
+    def rule(self, v: float, u_max: float):
+        """The loss's quadrature rule for (v, u_max); the last one is kept, since sizing a grid
+        (`CFCurve._quadrature_work`) and filling it ask for the same rule in turn."""
+        key = (float(v), float(u_max))
+        if self._last_rule is None or self._last_rule[0] != key:
+            self._last_rule = (key, self.loss.continuous_quadrature(*key))
+        return self._last_rule[1]
 
     def _sums(self, v: float, step: float, n: int, u_max: float):
         """Fine and coarse quadrature sums of E[e^{(v - iu) L}; continuous] at u = step * (0..n-1).
@@ -347,12 +356,14 @@ class _SubsampledComponent(_Component):
         scaled by e^{-log_shift}; ``rounding_fine`` bounds the rounding of the fine sum (same
         scale); ``truncation`` is the rules' rigorous tail bound (absolute).
         """
-        rule = self.loss.continuous_quadrature(v, u_max)
+        rule = self.rule(v, u_max)
         log_a, loss = self.loss.quadrature_terms(v, rule.nodes, rule.log_weights)
-        log_ac, loss_c = self.loss.quadrature_terms(v, rule.coarse_nodes, rule.coarse_log_weights)
         shift = float(np.max(log_a))
         fine, rounding = _fourier_sum(log_a - shift, loss, step, n)
-        coarse = None if rule.rigorous else _fourier_sum(log_ac - shift, loss_c, step, n)[0]
+        coarse = None
+        if not rule.rigorous:  # the coarse rule only serves the error estimate of a non-rigorous rule
+            log_ac, loss_c = self.loss.quadrature_terms(v, rule.coarse_nodes, rule.coarse_log_weights)
+            coarse = _fourier_sum(log_ac - shift, loss_c, step, n)[0]
         # each amplitude carries a relative error ~ eps_mach * |log a_j| (exp of a rounded log)
         a = np.exp(log_a - shift)
         rounding = rounding + 4 * _EPS * float(np.sum(a * (np.abs(log_a) + abs(shift) + 1)))
@@ -644,7 +655,7 @@ class _Direction:
         for c in self.parts:
             if c.quadrature:
                 try:
-                    work += n * c.loss.continuous_quadrature(v, step * (n - 1)).nodes.size
+                    work += n * c.rule(v, step * (n - 1)).nodes.size
                 except ValueError:
                     return math.inf
         return work

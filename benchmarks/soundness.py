@@ -23,8 +23,8 @@ so that a huge loss range keeps dp-accounting's grid near 2e6 points; the interv
 used is recorded per case (``interval_used``, ``fine_interval_used``).
 
 **Issue 14's goal** (``--fine-interval 1e-5``): the default's eps(delta) against the better of the
-exact value and the pessimistic PLD at the fine interval. That PLD costs about ten times the
-coarse one (some four hours for 300 cases), so it is computed only where needed. The optimistic
+exact value and the pessimistic PLD at the fine interval. That PLD costs about eight times the
+coarse one at 1e-5 against 1e-4, so it is computed only where needed. The optimistic
 PLD's delta(x) is a lower bound on the true delta(x) [dp-accounting's pessimistic/optimistic
 discretisation, Meiser & Mohammadi 2018; Doroshenko et al. 2022]; so if it exceeds the query delta
 at x = ``_gap_threshold(default, 0.005)``, the true eps(delta) exceeds x, so does every valid

@@ -71,3 +71,22 @@ def test_many_small_rate_steps_are_tight_at_tiny_delta():
     # dp-accounting 0.6.0 PLD (1e-4, pessimistic, remove direction): 0.366; prv_accountant agrees
     assert lower <= 0.366 <= upper * (1 + 1e-3)
     assert upper <= 1.01 * 0.366
+
+
+def test_sweep_sandwich_decides_only_what_the_optimistic_pld_proves():
+    """benchmarks/soundness.py skips the fine PLD where the coarse optimistic PLD's delta(x) proves the
+    default within tolerance of every upper bound; here the truth is the closed form (mu = 1 GDP)."""
+    from benchmarks.accounting import Part
+    from benchmarks.soundness import Query, _gap, _gap_threshold, _sandwiched, pld_distributions
+
+    for value in (3.0, 2e-3, 5e-4):  # both branches of the relative-gap floor
+        for tol in (0.005, 0.05):
+            assert _gap(value, _gap_threshold(value, tol)) == pytest.approx(tol)
+    delta = 1e-5
+    query = Query((Part("gaussian", 2.0, 1.0, 4),), delta)
+    (optimistic,) = pld_distributions(query, 1e-3, (False,))
+    truth = float(ps.gaussian_epsilon(delta, 1.0))
+    assert _sandwiched(optimistic, truth * 1.001, delta, 0.005)  # within 0.5% of the truth: decided
+    assert not _sandwiched(optimistic, truth * 1.02, delta, 0.005)  # 2% above: must go to the fine PLD
+    assert _sandwiched(optimistic, truth * 1.02, delta, 0.05)
+    assert _sandwiched(optimistic, 4e-6, delta, 0.005)  # below 0.5% of the 1e-3 floor: any reference >= 0

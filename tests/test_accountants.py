@@ -125,6 +125,29 @@ def test_auto_answers_many_step_eps_queries_by_cf_without_building_prv():
     assert "prv" in few.members and "cf" not in few.members
 
 
+@pytest.mark.parametrize("delta, optimistic, pessimistic", [
+    (1e-2, 3.6132954164154683, 3.6137659322476963),
+    (1e-5, 6.381189490618873, 6.381648274321853),
+    (1e-10, 9.243068661563651, 9.243524696375644),
+])
+def test_auto_answers_closed_form_mechanisms_by_cf_first(delta, optimistic, pessimistic):
+    """200 x Laplace(10) (the benchmark's Laplace row): no subsampling, so CF's characteristic
+    function is closed form and CF answers eps(delta) first, with no PRV built. PRV answered at 1e-5
+    before, with 6.38302 (+0.022% over the pessimistic PLD); CF is within 1e-6 of it. References:
+    dp-accounting 0.6 PLD at mesh 1e-4, optimistic and pessimistic (connect-the-dots), which bracket
+    the truth."""
+    prof = ps.privacy_profile(ps.Laplace(10.0).compose(200))
+    lower, upper = prof.epsilon_bounds(delta)
+    assert prof.epsilon_source(delta) == "cf"
+    assert "prv" not in prof.members and "prv(small delta)" not in prof.members
+    assert optimistic <= lower <= upper <= pessimistic * (1 + 1e-6)
+    assert upper - lower <= 1e-6 * upper
+    # a subsampled component needs CF's quadrature: below 1e3 compositions PRV still answers first
+    sampled = ps.privacy_profile(ps.Laplace(10.0).poisson_subsample(0.5).compose(200))
+    sampled.epsilon(1e-5)
+    assert "prv" in sampled.members and "cf" not in sampled.members
+
+
 def test_auto_does_not_stop_at_a_loose_bracket_on_few_tiny_rate_steps():
     """The 1e-5 sweep's worst case before the 0.4% + 4e-6 tier rule: 2 steps at q = 1.8e-4, delta
     below PRV's floor. CF's bracket there was [0, 9.3e-4] and passed the old rule (width < 1e-3), so

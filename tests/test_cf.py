@@ -96,6 +96,29 @@ def test_laplace_closed_form():
     assert np.all(lower == 0) and np.all(upper == 0)
 
 
+@pytest.mark.parametrize("rel_tol", [1e-11, 1e-6])
+@pytest.mark.parametrize("scale", [0.5, 1.0, 20.0])
+def test_laplace_epsilon_of_delta_closed_form_up_to_the_top(scale, rel_tol, monkeypatch):
+    """eps(delta) = 1/b + 2 log(1 - delta) (from the closed form above), also 2e-14 below the
+    support's top, where delta ~ (top - eps) / 2 is linear in eps, not in log delta, so a secant on
+    log delta alone crawls towards the root from one side. The bracket holds the truth, each end is
+    on its safe side, it is narrow, and the search takes few curve evaluations per delta."""
+    from privselect.accounting import cf
+
+    calls = []
+    bounds = cf._Direction.bounds
+    monkeypatch.setattr(cf._Direction, "bounds", lambda self, e: calls.append(1) or bounds(self, e))
+    prof = cf_profile(ps.Laplace(scale), rel_tol=rel_tol)
+    deltas = np.array([1e-2, 1e-3, 1e-6, 1e-10, 1e-14])
+    exact = 1 / scale + 2 * np.log1p(-deltas)
+    for delta, truth in zip(deltas, exact):
+        calls.clear()
+        lower, upper = prof.epsilon_bounds(delta)
+        assert len(calls) <= 30
+        assert lower <= truth <= upper and upper - lower <= 4e-6 * delta + 1e-12
+        assert prof.delta(upper) <= delta < prof.delta_bounds(lower)[0]
+
+
 @pytest.mark.parametrize("k, ref", [(1, 0.0153898737), (10, 0.0813688170), (100, 0.2944261037)])
 def test_randomized_response_pure_composition(k, ref):
     """§5: RR p = 0.52, delta(0.05) is a binomial sum (exact in the CF accountant: atoms)."""

@@ -135,14 +135,15 @@ def test_driver_memory_is_flat_in_k_with_large_outputs(backend, request, tmp_pat
     if backend == "dask":
         request.getfixturevalue("dask_client")
     few, few_peak = _peak_driver_allocation(3, backend, tmp_path / "few")
-    many, many_peak = _peak_driver_allocation(16, backend, tmp_path / "many")
-    assert few <= 6 and many >= 12
-    # 2 * n_jobs runs in flight + the best + one being compared, each ~ an output and its pickle:
-    # far below the many * OUTPUT_BYTES (>= 24 MB) that a list of all outputs would hold.
-    # The bound is absolute: a window of in-flight runs, whatever K is. (A bound relative to the
-    # small-K peak is not used: with K = 2 fewer runs are in flight, and the margin was noise.)
-    assert many_peak < 8 * OUTPUT_BYTES
-    assert few_peak < 8 * OUTPUT_BYTES
+    many, many_peak = _peak_driver_allocation(48, backend, tmp_path / "many")
+    assert few <= 6 and many >= 36
+    # The window: 2 * n_jobs runs in flight + the best + one being compared, each an output and its
+    # pickle, 12 outputs' worth, whatever K is (measured up to 10.7 under load), plus transient
+    # copies: 16 at most, against many * OUTPUT_BYTES (>= 72 MB) that a list of all outputs would
+    # hold. (The bound was 8 outputs with K ~ 16, below the window: it failed under load at 8.1. A
+    # bound relative to the small-K peak is not used either: with K = 2 fewer runs are in flight.)
+    assert many_peak < 16 * OUTPUT_BYTES < many * OUTPUT_BYTES / 2
+    assert few_peak < 16 * OUTPUT_BYTES
 
 
 @pytest.mark.parametrize("backend", ["threading", "dask", "ray"])  # loky: joblib's pre_dispatch (memory test)

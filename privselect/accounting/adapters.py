@@ -100,6 +100,13 @@ class CF(Accountant):
         _check_range("cf", mechanism)
         return None if dry else self._impl.profile(mechanism)
 
+    def closed_form(self, mechanism: Mechanism) -> bool:
+        """Whether ``mechanism`` (which this accountant supports) has a closed-form characteristic
+        function: then an eps(delta) query costs milliseconds at CF's full precision."""
+        from .cf import closed_form
+
+        return closed_form(mechanism)
+
 
 @register_accountant("rdp")
 class RDP(Accountant):

@@ -439,7 +439,7 @@ _component.register(TwoPointLoss, _Component)
 
 
 @_component.register(SubsampledLoss)
-def _(loss: SubsampledLoss, count: int, accountant: "CFAccountant") -> _Component:
+def _subsampled_component(loss: SubsampledLoss, count: int, accountant: "CFAccountant") -> _Component:
     if not isinstance(loss.base, (GaussianLoss, LaplaceLoss, TwoPointLoss)):
         raise UnsupportedMechanismError(
             f"the cf accountant cannot read a subsampled {type(loss.base).__name__} privacy loss"
@@ -496,7 +496,10 @@ class _Direction:
         ``inf`` where a component cannot reach that v.
         """
         idx = np.asarray(idx, dtype=int)
-        missing = np.unique(idx[np.isnan(self._lam_est[idx])])
+        est = self._lam_est[idx]
+        if not np.isnan(est).any():  # the common case: every index memoised
+            return est, self._lam_up[idx]
+        missing = np.unique(idx[np.isnan(est)])
         if missing.size:
             est = np.zeros(missing.shape)
             upper = np.zeros(missing.shape)
@@ -601,19 +604,7 @@ class _Direction:
         # (b) truncation: smallest N with the tail below target
         log_ms = [float(c.log_mgf(np.array([v]))[0][0]) for c in self.parts]
         need = math.pi * math.exp(target + v * eps_v - est[j])  # J is relative to e^{-v eps + Lambda}
-        n_max = self.options.max_grid_points
-        n = 16
-        while n < n_max and self._truncation(j, np.array([(n - 1) * step]), log_ms)[0] > need:
-            n *= 2
-        n = min(n, n_max)
-        lo_n, hi_n = max(2, n // 2), n
-        while hi_n - lo_n > max(1, hi_n // 64):
-            mid = (lo_n + hi_n) // 2
-            if self._truncation(j, np.array([(mid - 1) * step]), log_ms)[0] > need:
-                lo_n = mid
-            else:
-                hi_n = mid
-        n = hi_n
+        n = self._points_for(j, step, need, log_ms)
         while n > 64 and self._quadrature_work(v, step, n) > self.options.max_work:
             n //= 2  # bounded cost: the (certified) truncation error is then larger
         while True:
@@ -648,6 +639,21 @@ class _Direction:
         _LOG.debug("cf: grid v=%.4g step=%.4g points=%d truncation=%.3g", v, step, n, trunc)
         self._grids[j] = g
         return g
+
+    def _points_for(self, j: int, step: float, need: float, log_ms: list[float]) -> int:
+        """Fewest grid points (to 1/64, capped at ``max_grid_points``) whose truncation bound is at
+        most ``need``: the first passing size among 16, 32, ... and then among 64 sizes below it, each
+        in one vectorised evaluation (the bound does not increase with the size)."""
+        n_max = self.options.max_grid_points
+        sizes = [n for n in (16 << i for i in range(64)) if n < n_max] + [n_max]
+
+        def first_passing(candidates: np.ndarray, default: int) -> int:
+            ok = np.flatnonzero(self._truncation(j, (candidates - 1) * step, log_ms) <= need)
+            return int(candidates[ok[0]]) if ok.size else default
+
+        n = first_passing(np.array(sizes, dtype=float), n_max)
+        lo_n, resolution = max(2, n // 2), max(1, n // 64)
+        return first_passing(np.arange(lo_n + resolution, n, resolution, dtype=float), n)
 
     def _quadrature_work(self, v: float, step: float, n: int) -> float:
         """Multiply-adds of the quadrature phi of all components for an n-point grid."""
@@ -702,11 +708,12 @@ class _Direction:
             exp_round += c.count * (np.abs(np.where(np.isfinite(log_t), log_t, 0)) + 2)
         phi = np.exp(log_phi)
         base = np.exp(log_phi.real)
-        with np.errstate(invalid="ignore"):
+        # an error bound that overflows is +inf: the trivial bound, the right value (no warning)
+        with np.errstate(invalid="ignore", over="ignore"):
             err_rnd = np.exp(log_abs_rnd) - base
             err_all = np.exp(log_abs_up) - base
+            err_quad = np.maximum(err_all - np.maximum(err_rnd, 0), 0)
         err_rnd = np.maximum(err_rnd, 0) + 8 * _EPS * (exp_round + 4) * base
-        err_quad = np.maximum(err_all - np.maximum(np.exp(log_abs_rnd) - base, 0), 0)
         if self.atomic:
             phi_a = np.exp(log_atom)
             err_rnd += np.maximum(np.exp(log_atom_up) - np.abs(phi_a), 0) + 8 * _EPS * (exp_round + 4) * np.abs(phi_a)
@@ -974,9 +981,7 @@ class CFCurve(DirectionalCurve):
 
     def epsilon_bounds(self, delta):
         d = np.asarray(delta, dtype=float)
-        flat = d.reshape(-1)
-        upper = self._invert(flat, side="upper")
-        lower = self._invert(flat, side="lower", near=upper)
+        lower, upper = self._invert(d.reshape(-1))
         return lower.reshape(d.shape), upper.reshape(d.shape)
 
     def _chernoff_eps(self, delta: np.ndarray) -> np.ndarray:
@@ -993,74 +998,111 @@ class CFCurve(DirectionalCurve):
 
         return bound(_convex_argmin(bound, gap.shape))
 
-    def _invert(self, delta: np.ndarray, side: str, near: np.ndarray | None = None) -> np.ndarray:
-        """eps(delta) on the upper (``side="upper"``) or lower curve (vectorised).
+    def _invert(self, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper): eps(delta) on the lower and on the upper curve (vectorised), both from
+        one sequence of evaluations (each evaluation gives both curves).
 
-        Keeps a bracket [a, b] with curve(a) > delta >= curve(b) and returns b on the upper
-        side (there the certified upper curve is <= delta, so the true eps(delta) <= b) and a
-        on the lower side (the lower curve is > delta there, so eps(delta) > a). The bracket
-        is found with Newton steps on log delta (slope ~ -v at the saddle point, overshooting
-        by 10% so the root gets bracketed; start: the Chernoff bound, or ``near``), then
-        refined by the Illinois variant of regula falsi with a bisection every fourth step.
-        Almost all evaluations fall on one or two integration lines, so cached phi is reused.
+        Per curve a bracket [a, b] with curve(a) > delta >= curve(b) is kept; the upper side
+        returns b (the certified upper curve is <= delta there, so the true eps(delta) <= b), the
+        lower side a (the lower curve is > delta there, so eps(delta) > a). Every returned end is
+        a point where the curve was evaluated on its safe side, so where the search stops never
+        affects validity, only tightness. The upper bracket is found with Newton steps on
+        log delta (slope ~ -v at the saddle point, overshooting by 10%; start: the Chernoff
+        bound), and every side is refined by safeguarded secant steps (``_refine``) aimed tau/2
+        inside its safe side. A side stops once its returned end
+        is within tau of delta in log, tau = ``rel_tol`` (the relative precision of the curves
+        themselves), or its bracket is 1e-12 relative wide. The lower side starts from the
+        upper side's evaluations and usually needs none of its own.
         """
-        pick = 2 if side == "upper" else 0
-
-        def f(e):
-            return np.log(np.maximum(self._dir.bounds(e)[pick], 1e-320)) - target
-
-        out = np.full(delta.shape, np.inf)
+        lower_out, upper_out = np.full(delta.shape, np.inf), np.full(delta.shape, np.inf)
         active = delta > self._dir.inf_mass
         if not active.any():
-            return out
+            return lower_out, upper_out
         dd = delta[active]
         target = np.log(dd)
+        tau = self._dir.options.rel_tol
+        # row 0: the lower curve, row 1: the upper curve
+        a, b = np.full((2, dd.size), np.nan), np.full((2, dd.size), np.nan)
+        fa, fb = np.full((2, dd.size), np.nan), np.full((2, dd.size), np.nan)
+
+        def evaluate(x: np.ndarray, mask: np.ndarray) -> None:
+            """Evaluate both curves at x[mask]; every point tightens the brackets it falls in."""
+            if not mask.any():
+                return
+            lo, _, up, _ = self._dir.bounds(x[mask])
+            f = np.log(np.maximum(np.stack([lo, up]), 1e-320)) - target[mask]
+            xm = x[mask]
+            for s in (0, 1):
+                above = f[s] > 0
+                new_a = above & ~(a[s, mask] > xm)
+                new_b = ~above & ~(b[s, mask] < xm)
+                a[s, mask] = np.where(new_a, xm, a[s, mask])
+                fa[s, mask] = np.where(new_a, f[s], fa[s, mask])
+                b[s, mask] = np.where(new_b, xm, b[s, mask])
+                fb[s, mask] = np.where(new_b, f[s], fb[s, mask])
+
         x = np.minimum(self._chernoff_eps(dd), self._dir.sup)
-        x = np.where(np.isfinite(x), x, 50.0)
-        if near is not None:
-            x = np.where(np.isfinite(near[active]), near[active], x)
-        fx = f(x)
-        a = np.full(dd.shape, np.nan)
-        b = np.full(dd.shape, np.nan)
-        fa, fb = np.full(dd.shape, np.nan), np.full(dd.shape, np.nan)
-        for it in range(60):
-            pos, neg = fx > 0, fx <= 0
-            a, fa = np.where(pos & ~(a > x), x, a), np.where(pos & ~(a > x), fx, fa)
-            b, fb = np.where(neg & ~(b < x), x, b), np.where(neg & ~(b < x), fx, fb)
-            open_ = np.isnan(a) | np.isnan(b)
-            if not open_.any():
-                break
-            slope = _V[self._dir.saddle_index(x)] if self._dir.continuous else np.ones(x.shape)
-            step = np.clip(1.1 * np.abs(fx) / np.maximum(slope, 1e-3) + 1e-9 * (1 + np.abs(x)), 0, None)
-            step = step * 2.0 ** max(0, it - 6)  # widen if Newton stalls (flat parts, atoms)
-            x_new = np.where(np.isnan(a), x - step, x + step)  # missing a: go left; missing b: go right
-            x_new = np.where(np.isnan(b), np.minimum(x_new, self._dir.sup), x_new)
-            x = np.where(open_, x_new, x)
-            fx = np.where(open_, f(x), fx)
+        evaluate(np.where(np.isfinite(x), x, 50.0), np.ones(dd.shape, bool))
+        for s in (1, 0):
+            self._bracket(s, a, b, fa, fb, evaluate)
         never = np.isnan(b)
         a = np.where(np.isnan(a), -np.inf, a)
-        side_a = np.zeros(dd.shape, bool)
-        side_b = np.zeros(dd.shape, bool)
+        for s, aim in ((1, -tau / 2), (0, tau / 2)):
+            self._refine(s, aim, tau, a, b, fa, fb, never[s], evaluate)
+        lower_out[active] = np.where(never[0], np.inf, a[0])
+        upper_out[active] = np.where(never[1], np.inf, b[1])
+        return lower_out, upper_out
+
+    def _bracket(self, s: int, a, b, fa, fb, evaluate) -> None:
+        """Newton steps on log delta until curve s has a bracket: left of b where a is missing,
+        right of a where b is missing (capped at the support's top)."""
+        for it in range(60):
+            miss_a, miss_b = np.isnan(a[s]), np.isnan(b[s])
+            open_ = miss_a | miss_b
+            if not open_.any():
+                return
+            x0, f0 = np.where(miss_a, b[s], a[s]), np.where(miss_a, fb[s], fa[s])
+            x0 = np.where(np.isnan(x0), 50.0, x0)
+            slope = _V[self._dir.saddle_index(x0)] if self._dir.continuous else np.ones(x0.shape)
+            step = np.clip(1.1 * np.abs(np.nan_to_num(f0)) / np.maximum(slope, 1e-3) + 1e-9 * (1 + np.abs(x0)), 0, None)
+            step = step * 2.0 ** max(0, it - 6)  # widen if Newton stalls (flat parts, atoms)
+            x = np.where(miss_a, x0 - step, np.minimum(x0 + step, self._dir.sup))
+            evaluate(x, open_)
+
+    @staticmethod
+    def _refine(s: int, aim: float, tau: float, a, b, fa, fb, never, evaluate) -> None:
+        """Curve s: secant steps through the two latest points, aimed at log delta + ``aim`` and kept
+        inside the bracket; where the same end moved twice running (a one-sided approach, e.g.
+        delta ~ (sup - eps) near a bounded support's top), an Illinois step (regula falsi with the
+        stale end's value halved, halved again at every further stall) instead, and a bisection
+        every fourth step from the eighth on. Stops when the safe end is within tau of delta in log
+        or the bracket is 1e-12 relative wide."""
+        x0, g0 = a[s].copy(), fa[s] - aim  # the two latest points (first: the bracket's ends)
+        x1, g1 = b[s].copy(), fb[s] - aim
+        wa, wb = fa[s] - aim, fb[s] - aim  # Illinois working values
+        last = np.zeros(a.shape[1], dtype=int)  # the end that moved last: -1 a, +1 b
+        stalled = np.zeros(a.shape[1], dtype=bool)
         for it in range(200):
-            done = never | ~np.isfinite(a) | (b - a <= 1e-12 * (1 + np.abs(b)))
+            close = fb[s] >= -tau if s == 1 else fa[s] <= tau
+            done = never | ~np.isfinite(a[s]) | (b[s] - a[s] <= 1e-12 * (1 + np.abs(b[s]))) | close
             if done.all():
-                break
+                return
             with np.errstate(invalid="ignore", divide="ignore"):
-                x = b - fb * (b - a) / (fb - fa)
-            bisect = (it % 4 == 3) | ~np.isfinite(x) | (x <= a) | (x >= b)
-            x = np.where(bisect, 0.5 * (a + b), x)
-            x = np.where(done, b, x)
-            fx = f(x)
-            move_b = (fx <= 0) & ~done
-            move_a = (fx > 0) & ~done
-            fa = np.where(move_b & side_b, fa / 2, fa)  # Illinois: halve the stale end
-            fb = np.where(move_a & side_a, fb / 2, fb)
-            b, fb = np.where(move_b, x, b), np.where(move_b, fx, fb)
-            a, fa = np.where(move_a, x, a), np.where(move_a, fx, fa)
-            side_b, side_a = move_b, move_a
-        res = b if side == "upper" else a
-        out[active] = np.where(never, np.inf, res)
-        return out
+                secant = x1 - g1 * (x1 - x0) / (g1 - g0)
+                falsi = b[s] - wb * (b[s] - a[s]) / (wb - wa)
+            x = np.where(stalled | ~np.isfinite(secant) | (secant <= a[s]) | (secant >= b[s]), falsi, secant)
+            bisect = ((it >= 8) & (it % 4 == 3)) | ~np.isfinite(x) | (x <= a[s]) | (x >= b[s])
+            x = np.where(bisect | done, 0.5 * (a[s] + b[s]), x)
+            evaluate(x, ~done)
+            moved_a, moved_b = (a[s] == x) & ~done, (b[s] == x) & ~done
+            stalled = (moved_a & (last == -1)) | (moved_b & (last == 1))
+            wa = np.where(moved_a, fa[s] - aim, np.where(moved_b & (last == 1), wa / 2, wa))
+            wb = np.where(moved_b, fb[s] - aim, np.where(moved_a & (last == -1), wb / 2, wb))
+            last = np.where(moved_a, -1, np.where(moved_b, 1, last))
+            g = np.where(moved_a, fa[s], fb[s]) - aim
+            step = moved_a | moved_b
+            x0, g0 = np.where(step, x1, x0), np.where(step, g1, g0)
+            x1, g1 = np.where(step, x, x1), np.where(step, g, g1)
 
     # -- error budget ----------------------------------------------------------------------------
 
@@ -1075,7 +1117,7 @@ class CFCurve(DirectionalCurve):
         d = self._dir
         gap = np.log(delta - d.inf_mass)
         if not d.continuous:
-            return self._invert(delta, side="upper")
+            return self._invert(delta)[1]
 
         def magnitude(e):
             j = d.saddle_index(e)
@@ -1118,6 +1160,13 @@ class CFCurve(DirectionalCurve):
             min_delta=MIN_DELTA,
             details=details,
         )
+
+
+def closed_form(mechanism: Mechanism) -> bool:
+    """True where every component's characteristic function has a closed form (no subsampling, so
+    no quadrature): an eps(delta) query then costs a few contour evaluations (milliseconds)."""
+    return all(_component.dispatch(type(loss)) is not _subsampled_component
+               for directed, _ in readable_losses(mechanism) for loss in (directed.remove, directed.add))
 
 
 def readable_losses(mechanism: Mechanism) -> tuple[tuple[DirectedLosses, int], ...]:

@@ -26,7 +26,10 @@ Which accountants run (chosen cheaply, never all of them blindly):
    small-delta PRV; from 1e5 on, delta(eps) queries too, the two PRVs only as fallback. Where
    every component's characteristic function has a closed form (no subsampling: compositions of
    Laplace, randomized response, ...), CF answers eps(delta) first at any count: a query costs
-   milliseconds and CF's bracket is the narrowest.
+   milliseconds and CF's bracket is the narrowest. Below 30 subsampled compositions the
+   small-delta PRV comes before CF for eps(delta) (CF's quadrature grids are long there).
+   A direction after the first is refined by later tiers only where it can decide the max over
+   directions (``MinProfile._eps_tables``).
 
    "Near" means: for delta(eps), the best upper delta is within 1e3 of the floor; for
    eps(delta), delta is within 10 of it. Without PRV, every supported accountant runs at once.
@@ -79,6 +82,8 @@ _CF_OPTIONS = {"max_work": 2e7, "rel_tol": 1e-6}
 _CF_FIRST_FROM = 100_000
 #: Compositions from which CF answers eps(delta) queries before PRV (``Auto.eps_tiers_many``).
 _CF_FIRST_FOR_EPS_FROM = 1_000
+#: Compositions below which the small-delta PRV answers eps(delta) before CF (``Auto.eps_tiers_few``).
+_CF_LAST_FOR_EPS_BELOW = 30
 
 
 class LazyMember:
@@ -275,9 +280,18 @@ class PointwiseMinCurve(DirectionalCurve):
             lower[ok], upper[ok] = prof.epsilon_bounds(d[ok])
         return lower, upper
 
-    def _eps_table(self, d: np.ndarray):
+    def _eps_table(self, d: np.ndarray, decided_above: np.ndarray | None = None):
+        """The member brackets on eps(delta). ``decided_above``: a certified lower bound on another
+        direction's eps(delta); where this direction's best upper bound so far is at or below it, the
+        max over directions does not depend on this direction, and no later tier refines it."""
+        def needs_next(q, rows, floor, i):
+            needed = self._eps_needs_next(q, rows, floor, i)
+            if decided_above is not None:
+                needed &= np.min([r[2] for r in rows], axis=0) > decided_above
+            return needed
+
         return self._table(self.eps_tiers, d, self._eps_of, lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
-                           self._eps_needs_next, skip_below_hint=True)
+                           needs_next, skip_below_hint=True)
 
     @staticmethod
     def _eps_needs_next(q, rows, floor, i) -> np.ndarray:
@@ -314,10 +328,27 @@ class MinProfile(PrivacyProfile):
         uppers = np.stack([PointwiseMinCurve._best(t)[1] for t in tables])
         return np.take_along_axis(names, np.argmax(uppers, axis=0)[None], axis=0)[0]
 
+    def _eps_tables(self, d: np.ndarray) -> list:
+        """Per direction, the member brackets on eps(delta). A direction after the first is refined by
+        later tiers only where it can decide the max over directions: where its upper bound lies above
+        the earlier directions' certified lower bounds (a subsampled mechanism's add direction, often
+        far below the remove direction, would otherwise bring in CF's quadrature for nothing). The
+        profile's bracket is the same as if every direction were refined everywhere."""
+        tables, decided_above = [], None
+        for curve in self.curves:
+            table = curve._eps_table(d, decided_above)
+            lower = PointwiseMinCurve._best(table)[0]
+            decided_above = lower if decided_above is None else np.maximum(decided_above, lower)
+            tables.append(table)
+        return tables
+
+    def _direction_epsilon_bounds(self, delta: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [PointwiseMinCurve._best(table) for table in self._eps_tables(np.asarray(delta, dtype=float))]
+
     def epsilon_source(self, delta) -> str | np.ndarray:
         """Which accountant gave the upper bound on eps(delta)."""
         d = np.asarray(delta, dtype=float)
-        out = self._deciding([c._eps_table(d) for c in self.curves])
+        out = self._deciding(self._eps_tables(d))
         return str(out) if np.ndim(delta) == 0 else out
 
     def delta_source(self, eps) -> str | np.ndarray:
@@ -355,6 +386,10 @@ class Auto(Accountant):
     #: (DP-SGD, 14063 steps: 0.8 s), CF's per-query cost does not (0.2 s, and its relative precision
     #: makes it the tighter of the two there); the PRVs join where CF's bracket is loose or near its floor.
     eps_tiers_many = (("cf", "rdp"), ("prv",), ("prv(small delta)",))
+    #: eps(delta) queries below 30 subsampled compositions: CF's quadrature phi decays slowly there,
+    #: so its grids are long (10-20 s for 1-10 steps at sigma <= 1, and its bracket is loose), while the
+    #: small-delta PRV takes 0.01-0.3 s: the small-delta PRV first, CF where its bracket is loose.
+    eps_tiers_few = (("prv", "rdp"), ("prv(small delta)",), ("cf",))
 
     def __init__(self, **options: Any) -> None:
         self.options = options
@@ -392,6 +427,8 @@ class Auto(Accountant):
             delta_tiers, eps_tiers = tiers(self.many_compositions), tiers(self.many_compositions)
         elif compositions >= _CF_FIRST_FOR_EPS_FROM or closed_form:
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers_many)
+        elif compositions < _CF_LAST_FOR_EPS_BELOW:
+            delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers_few)
         else:
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers)
         directions = ("both",) if mechanism.is_symmetric else ("remove", "add")

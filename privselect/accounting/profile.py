@@ -209,10 +209,14 @@ class PrivacyProfile:
                 f"{self.accountant} profile can certify in double precision; use a larger delta "
                 "or an accountant with a lower floor (accountant='cf')"
             )
-        lows, ups = zip(*(c.epsilon_bounds(d) for c in self.curves))
+        lows, ups = zip(*self._direction_epsilon_bounds(d))
         lower = np.maximum(np.max(np.stack(lows), axis=0), 0.0)
         upper = np.maximum(np.max(np.stack(ups), axis=0), 0.0)
         return _like(delta, lower), _like(delta, upper)
+
+    def _direction_epsilon_bounds(self, delta: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each direction's (lower, upper) eps(delta) bracket (the profile's is their max)."""
+        return [c.epsilon_bounds(delta) for c in self.curves]
 
     def epsilon(self, delta):
         """Certified upper bound on eps(delta) (vectorised)."""

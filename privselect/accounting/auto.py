@@ -271,26 +271,41 @@ class PointwiseMinCurve(DirectionalCurve):
 
     # -- eps(delta) ---------------------------------------------------------------------
 
-    def _eps_of(self, name: str, prof: PrivacyProfile, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The member's bracket on eps(delta); (-inf, +inf) where delta is at or below its floor."""
+    def _eps_of(self, name: str, prof: PrivacyProfile, d: np.ndarray,
+                decided_above: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The member's bracket on eps(delta); (-inf, +inf) where delta is at or below its floor.
+
+        Where ``decided_above`` (a certified lower bound on another direction's eps(delta)) is positive
+        and this member's upper delta there is at most delta, (-inf, decided_above] is returned without
+        a search: one delta(eps) evaluation shows that this direction cannot decide the max."""
+        shape, d = d.shape, d.reshape(-1)
         ok = d > self._effective_floor(name, prof)
         lower = np.full(d.shape, -np.inf)
         upper = np.full(d.shape, np.inf)
+        if decided_above is not None:
+            above = np.broadcast_to(decided_above, shape).reshape(-1)
+            settled = ok & np.isfinite(above) & (above > 0)
+            if settled.any():
+                settled[settled] = prof.delta_bounds(above[settled])[1] <= d[settled]
+                upper[settled] = above[settled]
+                ok &= ~settled
         if ok.any():
             lower[ok], upper[ok] = prof.epsilon_bounds(d[ok])
-        return lower, upper
+        return lower.reshape(shape), upper.reshape(shape)
 
     def _eps_table(self, d: np.ndarray, decided_above: np.ndarray | None = None):
         """The member brackets on eps(delta). ``decided_above``: a certified lower bound on another
-        direction's eps(delta); where this direction's best upper bound so far is at or below it, the
-        max over directions does not depend on this direction, and no later tier refines it."""
+        direction's eps(delta); where this direction's upper bound is at or below it, the max over
+        directions does not depend on this direction: its members only check that (``_eps_of``), and
+        no later tier refines it."""
         def needs_next(q, rows, floor, i):
             needed = self._eps_needs_next(q, rows, floor, i)
             if decided_above is not None:
                 needed &= np.min([r[2] for r in rows], axis=0) > decided_above
             return needed
 
-        return self._table(self.eps_tiers, d, self._eps_of, lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
+        return self._table(self.eps_tiers, d, lambda name, prof, q: self._eps_of(name, prof, q, decided_above),
+                           lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
                            needs_next, skip_below_hint=True)
 
     @staticmethod

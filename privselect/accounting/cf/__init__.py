@@ -1009,10 +1009,13 @@ class CFCurve(DirectionalCurve):
         affects validity, only tightness. The upper bracket is found with Newton steps on
         log delta (slope ~ -v at the saddle point, overshooting by 10%; start: the Chernoff
         bound), and every side is refined by safeguarded secant steps (``_refine``) aimed tau/2
-        inside its safe side. A side stops once its returned end
-        is within tau of delta in log, tau = ``rel_tol`` (the relative precision of the curves
-        themselves), or its bracket is 1e-12 relative wide. The lower side starts from the
-        upper side's evaluations and usually needs none of its own.
+        inside its safe side. A side stops once its returned end is within tau of delta in log, or
+        its bracket is 1e-12 relative wide. tau is the relative precision of the curves: ``rel_tol``,
+        or 1/1000 of the log-ratio of the upper to the lower curve at the latest point where that is
+        larger (a loose bracket, e.g. one subsampled step's truncation error, is not resolved to
+        1e-12 at a new integration line per step: the ends move by 1/1000 of the bracket's width at
+        most). The lower side starts from the upper side's evaluations and usually needs none of
+        its own.
         """
         lower_out, upper_out = np.full(delta.shape, np.inf), np.full(delta.shape, np.inf)
         active = delta > self._dir.inf_mass
@@ -1024,6 +1027,7 @@ class CFCurve(DirectionalCurve):
         # row 0: the lower curve, row 1: the upper curve
         a, b = np.full((2, dd.size), np.nan), np.full((2, dd.size), np.nan)
         fa, fb = np.full((2, dd.size), np.nan), np.full((2, dd.size), np.nan)
+        gap = np.zeros(dd.size)  # log(upper / lower curve) at the latest point
 
         def evaluate(x: np.ndarray, mask: np.ndarray) -> None:
             """Evaluate both curves at x[mask]; every point tightens the brackets it falls in."""
@@ -1031,6 +1035,7 @@ class CFCurve(DirectionalCurve):
                 return
             lo, _, up, _ = self._dir.bounds(x[mask])
             f = np.log(np.maximum(np.stack([lo, up]), 1e-320)) - target[mask]
+            gap[mask] = f[1] - f[0]
             xm = x[mask]
             for s in (0, 1):
                 above = f[s] > 0
@@ -1043,12 +1048,17 @@ class CFCurve(DirectionalCurve):
 
         x = np.minimum(self._chernoff_eps(dd), self._dir.sup)
         evaluate(np.where(np.isfinite(x), x, 50.0), np.ones(dd.shape, bool))
-        for s in (1, 0):
-            self._bracket(s, a, b, fa, fb, evaluate)
+        self._bracket(1, a, b, fa, fb, evaluate)
+        # The lower curve is at least 1 - e^eps (less 4 ulps): above delta at eps = log(1 - 2 delta - 16 ulps),
+        # a left end found in one evaluation (Newton on a lower curve that is 0, e.g. under a loose
+        # truncation term, wanders far to the left first).
+        evaluate(np.log1p(-np.minimum(2 * dd + 16 * _EPS, 0.5)), np.isnan(a[0]))
+        self._bracket(0, a, b, fa, fb, evaluate)
         never = np.isnan(b)
         a = np.where(np.isnan(a), -np.inf, a)
-        for s, aim in ((1, -tau / 2), (0, tau / 2)):
-            self._refine(s, aim, tau, a, b, fa, fb, never[s], evaluate)
+        for s, sign in ((1, -1.0), (0, 1.0)):
+            tol = np.maximum(tau, 1e-3 * np.nan_to_num(gap, nan=0.0, posinf=0.0))
+            self._refine(s, sign * tol / 2, tol, a, b, fa, fb, never[s], evaluate)
         lower_out[active] = np.where(never[0], np.inf, a[0])
         upper_out[active] = np.where(never[1], np.inf, b[1])
         return lower_out, upper_out
@@ -1070,20 +1080,22 @@ class CFCurve(DirectionalCurve):
             evaluate(x, open_)
 
     @staticmethod
-    def _refine(s: int, aim: float, tau: float, a, b, fa, fb, never, evaluate) -> None:
+    def _refine(s: int, aim: np.ndarray, tau: np.ndarray, a, b, fa, fb, never, evaluate) -> None:
         """Curve s: secant steps through the two latest points, aimed at log delta + ``aim`` and kept
         inside the bracket; where the same end moved twice running (a one-sided approach, e.g.
         delta ~ (sup - eps) near a bounded support's top), an Illinois step (regula falsi with the
         stale end's value halved, halved again at every further stall) instead, and a bisection
         every fourth step from the eighth on. Stops when the safe end is within tau of delta in log
-        or the bracket is 1e-12 relative wide."""
+        or the bracket is 1e-12 relative wide; the lower side (s = 0, refined after the upper one) also
+        once its bracket is 1/1000 as wide as the whole bracket (its lower end to the upper side's
+        upper end)."""
         x0, g0 = a[s].copy(), fa[s] - aim  # the two latest points (first: the bracket's ends)
         x1, g1 = b[s].copy(), fb[s] - aim
         wa, wb = fa[s] - aim, fb[s] - aim  # Illinois working values
         last = np.zeros(a.shape[1], dtype=int)  # the end that moved last: -1 a, +1 b
         stalled = np.zeros(a.shape[1], dtype=bool)
         for it in range(200):
-            close = fb[s] >= -tau if s == 1 else fa[s] <= tau
+            close = fb[s] >= -tau if s == 1 else (fa[s] <= tau) | (b[0] - a[0] <= 1e-3 * (b[1] - a[0]))
             done = never | ~np.isfinite(a[s]) | (b[s] - a[s] <= 1e-12 * (1 + np.abs(b[s]))) | close
             if done.all():
                 return

@@ -1010,12 +1010,11 @@ class CFCurve(DirectionalCurve):
         log delta (slope ~ -v at the saddle point, overshooting by 10%; start: the Chernoff
         bound), and every side is refined by safeguarded secant steps (``_refine``) aimed tau/2
         inside its safe side. A side stops once its returned end is within tau of delta in log, or
-        its bracket is 1e-12 relative wide. tau is the relative precision of the curves: ``rel_tol``,
-        or 1/1000 of the log-ratio of the upper to the lower curve at the latest point where that is
-        larger (a loose bracket, e.g. one subsampled step's truncation error, is not resolved to
-        1e-12 at a new integration line per step: the ends move by 1/1000 of the bracket's width at
-        most). The lower side starts from the upper side's evaluations and usually needs none of
-        its own.
+        its bracket is 1e-12 relative wide. tau is the relative precision of the curves, ``rel_tol``;
+        for the lower side (never part of a certificate) at least 1/1000 of the log-ratio of the
+        upper to the lower curve at the latest point (a loose bracket, e.g. one subsampled step's
+        truncation error, is not resolved at a new integration line per step). The lower side
+        starts from the upper side's evaluations and usually needs few of its own.
         """
         lower_out, upper_out = np.full(delta.shape, np.inf), np.full(delta.shape, np.inf)
         active = delta > self._dir.inf_mass
@@ -1056,9 +1055,10 @@ class CFCurve(DirectionalCurve):
         self._bracket(0, a, b, fa, fb, evaluate)
         never = np.isnan(b)
         a = np.where(np.isnan(a), -np.inf, a)
-        for s, sign in ((1, -1.0), (0, 1.0)):
-            tol = np.maximum(tau, 1e-3 * np.nan_to_num(gap, nan=0.0, posinf=0.0))
-            self._refine(s, sign * tol / 2, tol, a, b, fa, fb, never[s], evaluate)
+        upper_tol = np.full(dd.shape, tau)
+        self._refine(1, -upper_tol / 2, upper_tol, a, b, fa, fb, never[1], evaluate)
+        lower_tol = np.maximum(tau, 1e-3 * np.nan_to_num(gap, nan=0.0, posinf=0.0))
+        self._refine(0, lower_tol / 2, lower_tol, a, b, fa, fb, never[0], evaluate)
         lower_out[active] = np.where(never[0], np.inf, a[0])
         upper_out[active] = np.where(never[1], np.inf, b[1])
         return lower_out, upper_out

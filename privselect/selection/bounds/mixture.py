@@ -359,9 +359,7 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     entry_err += (len(ends) + 2) * unit * magnitude + dropped  # the probability-weighted sum; dropped entries
     fp_fft = math.sqrt(2.0 * float(np.sum(entry_err ** 2)))  # Parseval: l1 of the time-domain error
     fp_fft += _FFT_STAGE_ULPS * unit * math.log2(n) * 2.0 * float(max(np.sum(np.abs(v)) for v in mixed.values()))
-    # both sides in one batched transform (workers: the rows run in parallel; each row is the same
-    # single transform, so the error bounds above are unchanged)
-    pmfs = dict(zip(mixed, scipy.fft.irfft(np.stack(list(mixed.values())), n, axis=-1, workers=-1).astype(float)))
+    pmfs = {side: scipy.fft.irfft(spectrum, n).astype(float) for side, spectrum in mixed.items()}
     # per bucket: truncation (exact tails), coupling failure, wrap-around (Chernoff at both placements)
     weighted = 0.0
     for (k, scaled, orders, cells_shift, eta0_used), p in zip(buckets, probs):

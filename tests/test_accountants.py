@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import privselect as ps
 from privselect.accounting import Accountant, UnsupportedMechanismError, get_accountant, accountant_names
@@ -214,3 +215,21 @@ def test_auto_keeps_one_best_curve_per_neighbouring_direction():
         1.1, sampling_prob=0.05, value_discretization_interval=1e-4, pessimistic_estimate=False,
         use_connect_dots=False).self_compose(100).get_epsilon_for_delta(1e-5)
     assert optimistic <= auto.epsilon(1e-5)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(noise=st.floats(0.7, 3.0), rate=st.floats(1e-3, 0.2), steps=st.integers(30, 400),
+       log_delta=st.floats(-11.0, -3.0))
+def test_auto_leaves_undecisive_directions_unrefined_without_changing_the_bracket(noise, rate, steps, log_delta):
+    """MinProfile refines a later direction only where it can decide the max over directions, and a
+    member that provably cannot (its upper delta at the earlier directions' certified lower eps is
+    <= delta) is not searched. The profile's bracket is exactly the one with every direction refined
+    everywhere by every tier (the max over directions of each direction's own full table)."""
+    from privselect.accounting.auto import PointwiseMinCurve
+
+    delta = np.array(10.0 ** log_delta)
+    prof = ps.privacy_profile(ps.Gaussian(noise).poisson_subsample(rate).compose(steps))
+    lower, upper = prof.epsilon_bounds(delta)
+    full = [PointwiseMinCurve._best(curve._eps_table(delta)) for curve in prof.curves]
+    assert upper == max(max(float(u), 0.0) for _, u in full)
+    assert lower == max(max(float(lo), 0.0) for lo, _ in full)

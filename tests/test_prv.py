@@ -425,3 +425,20 @@ def test_subsampled_laplace_with_a_large_loss_answers():
         eps = default.epsilon(delta)
         assert 0 < eps <= top * (1 + 1e-12) and default.epsilon_source(delta) != "cf"
     assert default.epsilon(1e-5) <= up
+
+
+def test_subsampled_laplace_add_direction_keeps_a_low_floor():
+    """A seed-1 sweep case: 164 steps of Laplace(29.74) at q = 1.46e-4, delta = 2.67e-12. The add
+    direction's law has its median on the atom at the top of its support; the cell split rounded up
+    past it, every cell came from cdf differences, and the pmf rounding bound became absolute
+    (10 ulps per step): the small-delta PRV's floor was 4.0e-11, so auto fell back to RDP, 0.0183
+    (11x the truth). With the median's cell on the sf side the floor is below 1e-13 in both
+    directions, and the default lies between dp-accounting's optimistic and pessimistic PLD at mesh
+    1e-6 (0.00030291, 0.00031293)."""
+    mech = ps.Laplace(29.74384464479399).poisson_subsample(0.00014634839008286464).compose(164)
+    small = ps.privacy_profile(mech, accountant="prv", target_delta=1e-12)
+    assert all(c.min_delta < 1e-13 for c in small.curves)
+    default = ps.privacy_profile(mech)
+    eps = default.epsilon(2.67137350211427e-12)
+    assert 0.00030291060227889823 <= eps <= 0.0003129295143587803
+    assert default.epsilon_source(2.67137350211427e-12) == "prv(small delta)"

@@ -586,7 +586,10 @@ def _discretise(loss: PrivacyLoss, count: int, h: float, tails: _Tails, max_poin
             f"one {type(loss).__name__} step needs {float(n_cells):.4g} cells of width {h:.3g} (> max_points="
             f"{max_points}); use a larger eps_error or a smaller number of compositions")
     edges = (np.arange(j_lo, j_hi + 2) - 0.5) * h  # n_cells + 1 edges
-    split = int(np.clip(round((tails.median - edges[0]) / h), 0, n_cells))
+    # the cell that holds the median goes to the sf side: where the median is an atom at the top of
+    # the support (the add direction of a subsampled Laplace), rounding would put every cell on the
+    # cdf side, and the rounding bound would become absolute (_pmf_error: 10 c per step)
+    split = int(np.clip(math.floor((tails.median - edges[0]) / h), 0, n_cells))
     g, s = _edges_values(loss, edges, split)
     raw = np.empty(n_cells)
     raw[:split] = np.diff(g)

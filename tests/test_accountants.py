@@ -160,7 +160,8 @@ def test_auto_answers_closed_form_mechanisms_by_cf_first(delta, optimistic, pess
 def test_auto_skips_cf_where_it_cannot_tighten_the_answer(noise, rate, steps, delta, optimistic, pessimistic,
                                                         members):
     """Two sweep cases that took 13 s and 21 s: a direction is refined by later tiers only where it can
-    decide the max over directions, and below 30 subsampled steps the small-delta PRV comes before CF.
+    decide the max over directions, and where a record takes part in fewer than one step on average
+    (sum of count x rate < 1) the small-delta PRV comes before CF.
     The answer is unchanged (the refinements could not have moved it). References: dp-accounting 0.6 PLD
     at mesh 1e-4, optimistic and pessimistic."""
     prof = ps.privacy_profile(ps.Gaussian(noise).poisson_subsample(rate).compose(steps))

@@ -107,6 +107,13 @@ class CF(Accountant):
 
         return closed_form(mechanism)
 
+    def sampled_steps(self, mechanism: Mechanism) -> float:
+        """Expected number of steps in which a record takes part (``cf.sampled_steps``): below about
+        1, CF's grids are long and its bracket loose."""
+        from .cf import sampled_steps
+
+        return sampled_steps(mechanism)
+
 
 @register_accountant("rdp")
 class RDP(Accountant):

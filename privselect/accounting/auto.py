@@ -26,8 +26,9 @@ Which accountants run (chosen cheaply, never all of them blindly):
    small-delta PRV; from 1e5 on, delta(eps) queries too, the two PRVs only as fallback. Where
    every component's characteristic function has a closed form (no subsampling: compositions of
    Laplace, randomized response, ...), CF answers eps(delta) first at any count: a query costs
-   milliseconds and CF's bracket is the narrowest. Below 30 subsampled compositions the
-   small-delta PRV comes before CF for eps(delta) (CF's quadrature grids are long there).
+   milliseconds and CF's bracket is the narrowest. Where a record takes part in fewer than one
+   step on average (sum of count x sampling rate < 1), the small-delta PRV comes before CF for
+   eps(delta): the composed characteristic function barely decays, so CF's grids are long.
    A direction after the first is refined by later tiers only where it can decide the max over
    directions (``MinProfile._eps_tables``).
 
@@ -82,8 +83,9 @@ _CF_OPTIONS = {"max_work": 2e7, "rel_tol": 1e-6}
 _CF_FIRST_FROM = 100_000
 #: Compositions from which CF answers eps(delta) queries before PRV (``Auto.eps_tiers_many``).
 _CF_FIRST_FOR_EPS_FROM = 1_000
-#: Compositions below which the small-delta PRV answers eps(delta) before CF (``Auto.eps_tiers_few``).
-_CF_LAST_FOR_EPS_BELOW = 30
+#: Expected sampled steps (sum of count x rate) below which the small-delta PRV answers eps(delta)
+#: before CF (``Auto.eps_tiers_few``).
+_CF_LAST_FOR_EPS_BELOW = 1.0
 
 
 class LazyMember:
@@ -401,9 +403,10 @@ class Auto(Accountant):
     #: (DP-SGD, 14063 steps: 0.8 s), CF's per-query cost does not (0.2 s, and its relative precision
     #: makes it the tighter of the two there); the PRVs join where CF's bracket is loose or near its floor.
     eps_tiers_many = (("cf", "rdp"), ("prv",), ("prv(small delta)",))
-    #: eps(delta) queries below 30 subsampled compositions: CF's quadrature phi decays slowly there,
-    #: so its grids are long (10-20 s for 1-10 steps at sigma <= 1, and its bracket is loose), while the
-    #: small-delta PRV takes 0.01-0.3 s: the small-delta PRV first, CF where its bracket is loose.
+    #: eps(delta) queries where a record takes part in fewer than one step on average: the composed phi
+    #: barely decays, so CF's grids are long (10-20 s for 1-10 steps at q <= 0.01, and its bracket is
+    #: loose), while the small-delta PRV takes 0.01-0.3 s: the small-delta PRV first, CF where its
+    #: bracket is loose.
     eps_tiers_few = (("prv", "rdp"), ("prv(small delta)",), ("cf",))
 
     def __init__(self, **options: Any) -> None:
@@ -442,7 +445,7 @@ class Auto(Accountant):
             delta_tiers, eps_tiers = tiers(self.many_compositions), tiers(self.many_compositions)
         elif compositions >= _CF_FIRST_FOR_EPS_FROM or closed_form:
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers_many)
-        elif compositions < _CF_LAST_FOR_EPS_BELOW:
+        elif "cf" in usable and self._members["cf"].sampled_steps(mechanism) < _CF_LAST_FOR_EPS_BELOW:
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers_few)
         else:
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers)

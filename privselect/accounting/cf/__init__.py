@@ -1181,6 +1181,16 @@ def closed_form(mechanism: Mechanism) -> bool:
                for directed, _ in readable_losses(mechanism) for loss in (directed.remove, directed.add))
 
 
+def sampled_steps(mechanism: Mechanism) -> float:
+    """Expected number of steps in which a given record takes part: the sum of count x sampling
+    rate (rate 1 for a component that is not subsampled). Below about 1 the composed characteristic
+    function barely decays in u (|phi(u)|^k tends to (1 - q)^k), so CF's grids are long and its
+    bracket loose (1 to 10 steps at q <= 0.01: 10-20 s)."""
+    return float(sum(count * (directed.remove.rate if _component.dispatch(type(directed.remove)) is _subsampled_component
+                              else 1.0)
+                     for directed, count in readable_losses(mechanism)))
+
+
 def readable_losses(mechanism: Mechanism) -> tuple[tuple[DirectedLosses, int], ...]:
     """The mechanism's PLRVs, checked readable by this accountant (no numerics).
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 import privselect as ps
-from privselect.selection.mixture import k_mixture_profile
+from privselect.selection.bounds.mixture import k_mixture_profile
 from tests.support.timing import best_of
 
 SIGMA, RATE, STEPS, DELTA = 1.1, 256 / 60000, 14063, 1e-5

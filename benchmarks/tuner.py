@@ -29,7 +29,7 @@ import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
 import privselect as ps  # noqa: E402
-from privselect.space import Uniform  # noqa: E402
+from privselect.tuning.space import Uniform  # noqa: E402
 from privselect.tuning import PrivateTuner  # noqa: E402
 from tests.support.scaleout import cpu_bound_trainer, large_output_trainer, trivial_trainer  # noqa: E402
 from tests.support.timing import best_of  # noqa: E402

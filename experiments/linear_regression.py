@@ -1,6 +1,6 @@
 """Private linear regression (KRW Sec. 6.1, Fig. 5): which private regressor to use, test MSE vs eps, two protocols.
 
-Data: scikit-learn's diabetes and UCI regression sets read with [`privselect.ptr.load_uci`][privselect.ptr.load_uci]
+Data: scikit-learn's diabetes and UCI regression sets read with [`privselect.apps.ptr.load_uci`][privselect.apps.ptr.load_uci]
 from ``experiments/data/uci`` (``--data-dir`` elsewhere). Two preprocessing protocols:
 
 * ``public`` (every private quantity private): each feature is mapped affinely from its public
@@ -35,7 +35,7 @@ from joblib import Parallel, delayed
 from sklearn.model_selection import KFold
 from threadpoolctl import threadpool_limits
 
-from privselect.ptr import (
+from privselect.apps.ptr import (
     AdaOPSRegressor,
     AdaSSPRegressor,
     NonPrivateRidge,
@@ -50,7 +50,7 @@ from privselect.ptr import (
     output_perturbation_alpha,
     profile_run_budget,
 )
-from privselect.ptr.data import load_diabetes_raw
+from privselect.apps.ptr.data import load_diabetes_raw
 from privselect.selection import Geometric
 
 from . import _common as c

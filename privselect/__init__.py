@@ -11,14 +11,12 @@ Adding a public name: add one line ``"Name": ".module",`` to ``_PUBLIC`` below.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: Public name -> the module (relative to this package) that defines it. A name equal to its
-#: module's last component (``"space": ".space"``) whose module has no such attribute is the
+#: module's last component (``"space": ".tuning.space"``) whose module has no such attribute is the
 #: module itself.
 _PUBLIC: dict[str, str] = {
     # mechanisms
@@ -68,7 +66,7 @@ _PUBLIC: dict[str, str] = {
     "PrivateTuner": ".tuning",
     "TuningResult": ".tuning",
     "FinalRun": ".tuning",
-    "space": ".space",
+    "space": ".tuning.space",
     # apps
     "DPSGDClassifier": ".apps.dpsgd",
     "make_dpsgd_trainer": ".apps.dpsgd",
@@ -84,7 +82,8 @@ def __getattr__(name: str) -> Any:
     except KeyError:
         raise AttributeError(f"module 'privselect' has no attribute {name!r}") from None
     module = importlib.import_module(module_name, __name__)
-    value = module if module_name == f".{name}" and not hasattr(module, name) else getattr(module, name)
+    is_module = module_name.rpartition(".")[2] == name and not hasattr(module, name)
+    value = module if is_module else getattr(module, name)
     globals()[name] = value
     return value
 
@@ -92,16 +91,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
-
-class _Package(types.ModuleType):
-    """The package module: importing a submodule (``privselect.dpsgd``, an old path) binds its name on
-    the package; where a public name of that spelling is another object (``ps.dpsgd``, a function),
-    the public name wins and the submodule stays reachable through ``import``."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, types.ModuleType) and _PUBLIC.get(name, f".{name}") != f".{name}":
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -271,7 +271,7 @@ def _certify_selection(args: argparse.Namespace, mechanism: Any, resolved: dict[
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    from .apps.demo import run_demo
 
     report = run_demo(seed=args.seed, n_jobs=args.n_jobs)
     cert = report["certificate"]

@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 
 from . import _validation as check
 from .accounting.profile import CertificationError, PrivacyProfile
-from .selection.certificate import Certificate
+from .selection.certify import Certificate
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from matplotlib.axes import Axes

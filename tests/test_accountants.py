@@ -234,3 +234,13 @@ def test_auto_leaves_undecisive_directions_unrefined_without_changing_the_bracke
     full = [PointwiseMinCurve._best(curve._eps_table(delta)) for curve in prof.curves]
     assert upper == max(max(float(u), 0.0) for _, u in full)
     assert lower == max(max(float(lo), 0.0) for lo, _ in full)
+
+
+def test_every_entry_point_defaults_to_the_auto_accountant():
+    import inspect
+
+    from privselect.selection import calibrate, rnm
+    from privselect.selection.bounds import mixture
+
+    for fn in (ps.privacy_profile, ps.certify, calibrate.largest_mean, mixture.k_mixture_profile, rnm.rnm_profile):
+        assert inspect.signature(fn).parameters["accountant"].default == "auto", fn

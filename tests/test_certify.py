@@ -3,7 +3,9 @@
 import json
 import math
 
+import numpy as np
 import pytest
+from scipy import optimize, stats
 
 import privselect as ps
 from privselect.selection import cor62_thresholds, largest_mean, meets_thresholds
@@ -162,3 +164,28 @@ def test_profile_falls_back_to_cf_below_the_prv_floor():
     # ... the default "auto" profile has none (CF is built below PRV's floor)
     tiny = ps.certify(ps.privacy_profile(base), ps.Geometric(mean=3000), 1e-12, bound="profile")
     assert math.isfinite(tiny.epsilon) and tiny.epsilon > cert.epsilon
+
+
+def test_certify_default_matches_krw_thm_5_2_on_the_exact_profile():
+    """Gaussian sigma=4, Geometric(mean=300), delta=1e-6: the default certify is within 0.05% of KRW
+    Thm 5.2 evaluated here on the closed-form Gaussian profile with scipy (2.794 per the issue; the
+    former default gave 2.846)."""
+    k = ps.Geometric(300)
+    mu, gamma, m = 0.25, k.gamma, k.mean
+
+    def delta(e):  # Balle-Wang 2018 Thm 8
+        return stats.norm.cdf(-e / mu + mu / 2) - np.exp(e) * stats.norm.cdf(-e / mu - mu / 2)
+
+    def shift(e1):  # KRW Thm 5.2 with eta = 1
+        return 2 * np.log(np.exp(e1) + (1 - gamma) / gamma * delta(e1))
+
+    grid = np.linspace(0.0, 5.0, 50001)
+    i = int(np.argmin(shift(grid)))
+    best = optimize.minimize_scalar(shift, bracket=(grid[max(i - 1, 0)], grid[i], grid[i + 1]))
+    eps_base = optimize.brentq(lambda e: delta(e) - 1e-6 / m, 0.0, 50.0, xtol=1e-14)
+    krw = eps_base + best.fun
+    assert krw == pytest.approx(2.794, abs=5e-4)
+    cert = ps.certify(ps.Gaussian(4.0), k, 1e-6)
+    assert cert.epsilon >= krw * (1 - 1e-12)
+    assert cert.epsilon <= krw * (1 + 5e-4)
+    assert cert.accountant == "exact" and cert.theorem == "Koskela-Redberg-Wang 2024, Thm 5.2"

@@ -6,7 +6,7 @@ from sklearn.datasets import load_digits
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import privselect as ps
-from privselect.dpsgd import DPSGDClassifier, dpsgd_steps
+from privselect.apps.dpsgd import DPSGDClassifier, dpsgd_steps
 
 
 # Near-noiseless settings so the generic accuracy checks measure the estimator, not the privacy noise.
@@ -49,7 +49,7 @@ def test_bad_hyperparameters(param, value):
 
 def test_make_dpsgd_trainer_refuses_privacy_hyperparameters_in_the_space():
     from privselect.apps.dpsgd import make_dpsgd_trainer
-    from privselect.space import Choice
+    from privselect.tuning.space import Choice
     from privselect.tuning import TrainerContractError
 
     with pytest.raises(ValueError, match="classes"):

@@ -126,3 +126,39 @@ def test_bug_certify_huge_mu_tiny_delta():
         assert "delta" in str(exc) and "NaN" not in str(exc) and "eps_1" not in str(exc)
         return
     assert cert.epsilon >= float(ps.gaussian_epsilon(1e-15, math.sqrt(10**6) / 0.3))
+
+
+def test_dpsgd_tiny_deltas_are_answered_by_default():
+    """DP-SGD (q=256/60000, sigma=1.1, 14063 steps) at delta 1e-10 and 1e-15: answered by the default
+    accountant (no CertificationError), above the lower references, below dp-accounting's PLD."""
+    from dp_accounting.pld import privacy_loss_distribution
+
+    mechanism = ps.dpsgd(noise_multiplier=1.1, sample_rate=256 / 60000, steps=14063)
+    prof = ps.privacy_profile(mechanism)
+    lower, upper = prof.epsilon_bounds(np.array([1e-10, 1e-15]))
+    assert np.all(np.isfinite(upper)) and np.all(lower <= upper) and upper[1] > upper[0]
+    # prv-accountant (Gopi et al.) brackets eps(1e-10) in [3.72498, 3.74698] with estimate 3.735978
+    # (eps_error=0.01, delta_error=1e-12; 8.7 s, so quoted rather than recomputed here)
+    assert 3.72498 <= upper[0] <= 3.735978 * (1 + 1e-3)
+    # dp-accounting's pessimistic PLD (1e-3 discretisation) at 1e-10: an upper reference, within 0.5%
+    pld = privacy_loss_distribution.from_gaussian_mechanism(1.1, sampling_prob=256 / 60000, value_discretization_interval=1e-3)
+    reference = pld.self_compose(14063).get_epsilon_for_delta(1e-10)
+    assert upper[0] <= reference and upper[0] >= reference * (1 - 5e-3)
+    # 1e-15: beyond dp-accounting's truncation (it returns inf); the RDP conversion is an upper reference,
+    # and eps(1e-15) >= eps(1e-10) >= the lower references above
+    rdp = ps.privacy_profile(mechanism, accountant="rdp").epsilon(1e-15)
+    assert upper[0] < lower[1] <= upper[1] <= rdp
+    assert set(prof.epsilon_source(np.array([1e-10, 1e-15]))) <= {"prv", "cf"}
+
+
+def test_no_raw_overflow_at_vanishing_noise_and_extreme_epsilon():
+    for name in ("auto", "rdp"):
+        assert ps.privacy_profile(ps.Gaussian(1e-200), accountant=name).epsilon(1e-5) == np.inf
+    for name in ("prv", "cf", "exact"):
+        with pytest.raises(ps.UnsupportedMechanismError, match="overflow|exceeds the double range"):
+            ps.privacy_profile(ps.Gaussian(1e-200), accountant=name)
+    assert ps.privacy_profile(ps.Gaussian(1e-200).poisson_subsample(0.1)).epsilon(1e-5) == np.inf
+    # delta at eps = 1e307, 1e308, inf: non-increasing, tiny, and exactly 0 at inf
+    for m in (ps.Gaussian(1.0), ps.Gaussian(1.0).poisson_subsample(0.01).compose(10), ps.RandomizedResponse(0.9)):
+        d = ps.privacy_profile(m).delta(np.array([50.0, 1e307, 1e308, np.inf]))
+        assert np.all(np.diff(d) <= 0) and d[1] <= 1e-300 and d[3] == 0.0

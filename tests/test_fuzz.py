@@ -621,3 +621,13 @@ def test_bug_prv_grid_refinement_with_atoms(m):
     lower, upper = ps.privacy_profile(m, accountant="prv").epsilon_bounds(1e-5)
     cf_lower, cf_upper = ps.privacy_profile(m, accountant="cf").epsilon_bounds(1e-5)
     assert lower <= cf_upper and cf_lower <= upper and upper - lower < 0.05
+
+
+def test_text_is_rejected_the_same_way_everywhere():
+    prof = ps.privacy_profile(ps.Gaussian(1.0))
+    calls = [lambda: prof.epsilon("1e-5"), lambda: prof.epsilon(["1e-5"]), lambda: prof.delta("1.0"),
+             lambda: ps.certify(ps.Gaussian(1.0), ps.Geometric(10), "1e-5"), lambda: ps.Gaussian("1.0"),
+             lambda: ps.Geometric("10"), lambda: ps.dpsgd(noise_multiplier="1.1", sample_rate=0.01, steps=3)]
+    for call in calls:
+        with pytest.raises(TypeError, match="must be (a )?real number"):
+            call()

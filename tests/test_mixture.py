@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from privselect.selection.mixture import k_mixture_profile
+from privselect.selection.bounds.mixture import k_mixture_profile
 
 
 @pytest.mark.parametrize("k_dist", [ps.Geometric(mean=5), ps.Poisson(4.0), ps.Binomial(20, 0.3)], ids=repr)

@@ -1,6 +1,7 @@
 """The package boundary and lazy imports: what ``import privselect`` loads, and what the library imports."""
 
 import ast
+import importlib
 import json
 import subprocess
 import sys
@@ -40,7 +41,7 @@ def test_lazy_names_are_the_defining_objects():
     from privselect.selection import certify
 
     assert privselect.Gaussian is Gaussian and privselect.certify is certify
-    assert privselect.space.__name__ == "privselect.space"
+    assert privselect.space.__name__ == "privselect.tuning.space"
     assert set(privselect.__all__) <= set(dir(privselect))
     with pytest.raises(AttributeError, match="no attribute 'Gausian'"):
         privselect.Gausian  # noqa: B018
@@ -106,9 +107,29 @@ def test_distribution_ships_the_library_only():
     assert all(p == "privselect" or p.startswith("privselect.") for p in packages), packages
 
 
-def test_an_old_submodule_path_does_not_shadow_a_public_name():
-    """``import privselect.dpsgd`` (the old module path) must leave ``ps.dpsgd`` the function."""
-    out = _python("import privselect as ps, privselect.dpsgd\n"
-                  "from privselect.dpsgd import DPSGDClassifier\n"
-                  "print(callable(ps.dpsgd) and ps.dpsgd.__module__, DPSGDClassifier.__name__)")
-    assert out.split() == ["privselect.mechanisms", "DPSGDClassifier"]
+def test_importing_every_submodule_leaves_each_public_name_its_defining_object():
+    """``import privselect.apps.dpsgd`` (and every other submodule) must leave ``ps.dpsgd`` the function
+    and ``ps.space`` the search-space module: no submodule binds a public name on the package."""
+    out = _python("import importlib, json, pkgutil, privselect as ps\n"
+                  "names = [m.name for m in pkgutil.walk_packages(ps.__path__, 'privselect.')\n"
+                  "         if not m.name.endswith('__main__')]\n"
+                  "for name in names: importlib.import_module(name)\n"
+                  "print(json.dumps([len(names), ps.dpsgd.__module__, ps.space.__name__, ps.certify.__module__]))")
+    count, dpsgd_home, space_home, certify_home = json.loads(out)
+    assert count > 40
+    assert (dpsgd_home, space_home, certify_home) == (
+        "privselect.mechanisms", "privselect.tuning.space", "privselect.selection.certify")
+
+
+REMOVED_IN_0_2 = ("privselect.ptr", "privselect.ptr.ops", "privselect.dpsgd", "privselect.demo", "privselect.space",
+                  "privselect.selection.certificate", "privselect.selection.mixture",
+                  "privselect.selection.rdp_bounds", "privselect.selection.hyperparameter")
+
+
+@pytest.mark.parametrize("path", REMOVED_IN_0_2)
+def test_each_public_object_has_one_import_path(path):
+    """The 0.1 alias modules are gone (CHANGELOG.md names each one's home): one path per object."""
+    with pytest.raises(ModuleNotFoundError) as missing:
+        importlib.import_module(path)
+    assert path.startswith(missing.value.name)
+    assert path in (REPO_ROOT / "CHANGELOG.md").read_text()

@@ -19,7 +19,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import privselect as ps
 from privselect.accounting.profile import gaussian_delta
-from privselect.ptr import (
+from privselect.apps.ptr import (
     BOTTOM,
     AdaOPSRegressor,
     AdaSSPRegressor,
@@ -40,8 +40,8 @@ from privselect.ptr import (
     liu_talwar_run_budget,
     profile_run_budget,
 )
-from privselect.ptr.data import UCI_DATASETS, UCI_DIR_ENV, load_diabetes_raw, load_uci, read_numeric_table
-from privselect.ptr.ops import (
+from privselect.apps.ptr.data import UCI_DATASETS, UCI_DIR_ENV, load_diabetes_raw, load_uci, read_numeric_table
+from privselect.apps.ptr.ops import (
     bounds_from_statistics,
     clip_records,
     ops_epsilon,
@@ -50,7 +50,7 @@ from privselect.ptr.ops import (
     ridge_solution,
     sample_ops,
 )
-from privselect.ptr.regression import RefusalWarning
+from privselect.apps.ptr.regression import RefusalWarning
 from tests.support import UCI_DIR
 
 UCI = UCI_DIR  # vendored in the repository
@@ -488,15 +488,13 @@ def test_diabetes_raw_is_unscaled():
     assert X.shape == (442, 10) and X[:, 0].max() > 50  # ages, not z-scores
 
 
-def test_old_import_paths_are_the_apps_modules():
+def test_estimators_pickle_to_their_one_class():
     import privselect.apps.ptr as apps_ptr
-    import privselect.ptr as old_ptr
-    import privselect.ptr.ops as old_ops
-    from privselect.ptr.regression import OPSPTRRegressor as Old
 
-    assert old_ops is apps_ptr.ops and Old is apps_ptr.OPSPTRRegressor
-    assert old_ptr.__all__ == apps_ptr.__all__ and old_ptr.TunedOPSPTRRegressor is apps_ptr.TunedOPSPTRRegressor
-    assert type(pickle.loads(pickle.dumps(Old(epsilon=2.0)))) is apps_ptr.OPSPTRRegressor
+    assert OPSPTRRegressor is apps_ptr.regression.OPSPTRRegressor
+    assert OPSPTRRegressor.__module__ == "privselect.apps.ptr.regression"
+    restored = pickle.loads(pickle.dumps(OPSPTRRegressor(epsilon=2.0)))
+    assert type(restored) is OPSPTRRegressor and restored.get_params() == OPSPTRRegressor(epsilon=2.0).get_params()
 
 
 @pytest.mark.parametrize("make", [lambda: TunedOPSPTRRegressor(epsilon=1.0, k=ps.Geometric(mean=3), alphas=(50.0, 1e4)),

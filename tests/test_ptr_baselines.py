@@ -9,7 +9,7 @@ import pytest
 
 import privselect as ps
 from privselect.accounting.profile import gaussian_delta
-from privselect.ptr import (
+from privselect.apps.ptr import (
     AdaOPSRegressor,
     AdaSSPRegressor,
     NonPrivateRidge,
@@ -19,8 +19,8 @@ from privselect.ptr import (
     balanced_alpha,
     output_perturbation_alpha,
 )
-from privselect.ptr.baselines import constrained_ridge
-from privselect.ptr.ops import clip_records, ops_gamma, ops_passes, ridge_solution
+from privselect.apps.ptr.baselines import constrained_ridge
+from privselect.apps.ptr.ops import clip_records, ops_gamma, ops_passes, ridge_solution
 
 
 def _data(n=200, d=3, seed=0):

@@ -1,6 +1,6 @@
 """OPS privacy: the rank-one formulas against direct numerics, bound validity, neighbour bounds, sampler.
 
-Every check here can fail: the closed forms of ``privselect.ptr.ops`` are compared with
+Every check here can fail: the closed forms of ``privselect.apps.ptr.ops`` are compared with
 quadrature in d = 1, a grid integral of the d = 2 posteriors, Monte Carlo in d = 3, and exact
 Renyi integrals; the data-dependent bounds with random and adversarial neighbours.
 """
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from privselect.ptr import ops
-from privselect.ptr.ops import (
+from privselect.apps.ptr import ops
+from privselect.apps.ptr.ops import (
     clip_records,
     ops_delta,
     ops_epsilon,

@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_limits
 
 import privselect as ps
 from experiments.linear_regression import load
-from privselect.ptr import (
+from privselect.apps.ptr import (
     AdaOPSRegressor,
     AdaSSPRegressor,
     OPSPTRRegressor,

@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 import privselect as ps
 from privselect.apps.dpsgd import DPSGDClassifier, dpsgd_steps, make_dpsgd_trainer
 from privselect.integrations.optuna import PrivateStudy
-from privselect.space import Choice, LogUniform
+from privselect.tuning.space import Choice, LogUniform
 from privselect.tuning import AllRunsFailedError, PrivateTuner, RandomnessLeakError
 
 NOISE, RATE, EPOCHS = 1.0, 0.1, 2

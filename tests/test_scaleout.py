@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from privselect.space import Uniform
+from privselect.tuning.space import Uniform
 from privselect.tuning import PrivateTuner, WorkerLossError, backends
 from privselect.tuning.engine import RunSeeds, _stream_runs
 from tests.support import scaleout as trainers

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 import privselect as ps
-from privselect.space import Choice, IntUniform, LogUniform, Uniform
+from privselect.tuning.space import Choice, IntUniform, LogUniform, Uniform
 from privselect.tuning import AllRunsFailedError, CandidatePrivacyError, PrivateTuner, TrainerContractError
 
 BASE = ps.Gaussian(4.0)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from privselect import space
+from privselect.tuning import space
 from privselect.selection.pipeline import certify_pipeline
 from privselect.tuning import FinalRunFailedError, RandomnessLeakError
 

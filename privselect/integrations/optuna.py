@@ -56,7 +56,7 @@ from .. import _validation as check
 from ..accounting.profile import PrivacyProfile
 from ..errors import PrivateStudyError
 from ..mechanisms import Gaussian, Laplace, Mechanism
-from ..selection.certificate import Certificate
+from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from ..selection.pipeline import certify_pipeline
 from ..tuning.engine import RunSeeds, SelectionPlan, TrainerContractError, dry_run, run_selection, silenced

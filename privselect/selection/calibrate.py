@@ -26,7 +26,7 @@ from ..accounting import privacy_profile
 from ..accounting.profile import CertificationError, PrivacyProfile
 from ..mechanisms import Gaussian, Mechanism
 from .bounds.cor62 import Cor62Thresholds, cor62_thresholds, meets_thresholds
-from .certificate import certify
+from .certify import certify
 from .distributions import Geometric, KDistribution
 
 __all__ = [

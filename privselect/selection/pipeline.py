@@ -34,7 +34,7 @@ from ..accounting.dominating import PoissonSplit, ProfileMechanism
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
 from ..mechanisms import Mechanism, compose
 from .bounds import selection_profile, selection_rdp_curve, supports_rdp_selection
-from .certificate import Certificate
+from .certify import Certificate
 from .distributions import KDistribution
 
 __all__ = ["pipeline_mechanism", "pipeline_profile", "pipeline_rdp_epsilon", "certify_pipeline",

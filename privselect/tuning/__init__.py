@@ -1,7 +1,4 @@
-"""Private tuning: the run engine, its backends, search spaces and the PrivateTuner front end.
-
-``privselect.tuning.PrivateTuner`` and ``TuningResult`` keep their 0.1 import path.
-"""
+"""Private tuning: the run engine, its backends, search spaces and the PrivateTuner front end."""
 
 from .backends import BACKENDS, Backend, WorkerLossError, get_backend, register_backend
 from .engine import AllRunsFailedError, TrainerContractError

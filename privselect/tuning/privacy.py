@@ -16,7 +16,7 @@ from ..accounting.average import HyperparameterMixture
 from ..accounting.profile import PrivacyProfile
 from ..errors import CandidatePrivacyError
 from ..mechanisms import Gaussian, Laplace, Mechanism, compose
-from ..selection.certificate import Certificate, certify
+from ..selection.certify import Certificate, certify
 from ..selection.distributions import KDistribution
 from .space import ContinuousDependence, SearchSpace, privacy_law
 

@@ -27,7 +27,7 @@ from .. import _validation as check
 from ..accounting.profile import PrivacyProfile
 from ..mechanisms import Gaussian, Laplace, Mechanism
 from ..selection.calibrate import largest_mean
-from ..selection.certificate import Certificate
+from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from .backends import BACKENDS
 from .engine import (RunSeeds, SelectionPlan, TrainerContractError, dry_run, run_selection, split_return)

@@ -1,4 +1,4 @@
-"""Test helpers for the OPS / PTR code of ``privselect.ptr`` (not part of the installed package)."""
+"""Test helpers for the OPS / PTR code of ``privselect.apps.ptr`` (not part of the installed package)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy import linalg
 
-from privselect.ptr.ops import ridge_solution
+from privselect.apps.ptr.ops import ridge_solution
 
 __all__ = ["neighbour_quantities"]
 

@@ -11,7 +11,7 @@
   code's closed form is not a valid bound, [`ops_epsilon_wang`][privselect.apps.ptr.ops.ops_epsilon_wang]);
 * [`NonPrivateRidge`][privselect.apps.ptr.baselines.NonPrivateRidge]: the non-private reference (same clipping rule, no privacy).
 
-All share the clipping rule and surface of [`privselect.ptr.regression`][privselect.apps.ptr.regression]; all privacy is for
+All share the clipping rule and surface of [`privselect.apps.ptr.regression`][privselect.apps.ptr.regression]; all privacy is for
 add/remove neighbours.
 """
 

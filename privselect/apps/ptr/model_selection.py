@@ -26,8 +26,8 @@ import numpy as np
 from ... import _validation as check
 from ...mechanisms import ApproxDP, Laplace, compose
 from ...selection import KDistribution, Logarithmic
-from ...space import Choice
 from ...tuning import PrivateTuner
+from ...tuning.space import Choice
 from .baselines import AdaOPSRegressor, AdaSSPRegressor
 from .regression import OPSPTRRegressor, PrivateLinearRegressor
 from .tuning import RunBudget, clipped_squared_error, fit_quietly, selection_run_budget, tuner_seed

@@ -31,9 +31,9 @@ from sklearn.base import clone
 from ... import _validation as check
 from ...mechanisms import ApproxDP, Laplace, compose
 from ...selection import Geometric, KDistribution, TruncatedNegativeBinomial, certify
-from ...selection.certificate import Certificate
-from ...space import Choice
+from ...selection.certify import Certificate
 from ...tuning import PrivateTuner
+from ...tuning.space import Choice
 from .regression import MODES, OPSPTRRegressor, PrivateLinearRegressor
 
 __all__ = ["LiuTalwarCertificate", "liu_talwar_certificate", "liu_talwar_run_budget", "RunBudget", "run_mechanism",

@@ -50,47 +50,53 @@ RANDOMNESS_TYPES = (np.random.Generator, np.random.BitGenerator, np.random.Rando
 SEED_FIELD = re.compile(r"(?:\.|\[')(?:\w*_)?(?:seed|random_state|rng_state|prng_key)(?:_\w*)?(?:'\])?$", re.IGNORECASE)
 
 
-def _is_numpy_randomness(numpy: types.ModuleType, obj: Any) -> bool:
-    return isinstance(obj, RANDOMNESS_TYPES)
+def _type_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__name__}"
 
 
-def _is_stdlib_random(module: types.ModuleType, obj: Any) -> bool:
-    return isinstance(obj, module.Random) and not isinstance(obj, module.SystemRandom)
+def _numpy_randomness(numpy: types.ModuleType, obj: Any) -> str | None:
+    return _type_name(obj) if isinstance(obj, RANDOMNESS_TYPES) else None
 
 
-def _is_torch_generator(torch: types.ModuleType, obj: Any) -> bool:
-    return isinstance(obj, torch.Generator)
+def _stdlib_random(module: types.ModuleType, obj: Any) -> str | None:
+    return _type_name(obj) if isinstance(obj, module.Random) and not isinstance(obj, module.SystemRandom) else None
 
 
-def _is_typed_jax_key(jax: types.ModuleType, obj: Any) -> bool:
+def _torch_generator(torch: types.ModuleType, obj: Any) -> str | None:
+    return f"torch.Generator (device {obj.device})" if isinstance(obj, torch.Generator) else None
+
+
+def _typed_jax_key(jax: types.ModuleType, obj: Any) -> str | None:
     array, key_dtype = getattr(jax, "Array", None), getattr(getattr(jax, "dtypes", None), "prng_key", None)
     if array is None or key_dtype is None or not isinstance(obj, array):
-        return False
-    return bool(jax.dtypes.issubdtype(obj.dtype, key_dtype))
+        return None
+    return f"a JAX PRNG key array ({obj.dtype})" if jax.dtypes.issubdtype(obj.dtype, key_dtype) else None
 
 
-# module name -> detector(module, obj); a detector runs only when its module is already loaded
-RANDOMNESS_DETECTORS: dict[str, Callable[[types.ModuleType, Any], bool]] = {
-    "numpy": _is_numpy_randomness,
-    "random": _is_stdlib_random,
-    "torch": _is_torch_generator,
-    "jax": _is_typed_jax_key,
+# module name -> detector(module, obj) -> what obj is, or None; a detector runs only when its module is loaded
+RANDOMNESS_DETECTORS: dict[str, Callable[[types.ModuleType, Any], str | None]] = {
+    "numpy": _numpy_randomness,
+    "random": _stdlib_random,
+    "torch": _torch_generator,
+    "jax": _typed_jax_key,
 }
 
 
-def _loaded_detectors() -> list[tuple[types.ModuleType, Callable[[types.ModuleType, Any], bool]]]:
+def _loaded_detectors() -> list[tuple[types.ModuleType, Callable[[types.ModuleType, Any], str | None]]]:
     loaded = ((sys.modules.get(name), detect) for name, detect in RANDOMNESS_DETECTORS.items())
     return [(module, detect) for module, detect in loaded if module is not None]
 
 
 def randomness_kind(obj: Any, detectors=None) -> str | None:
-    """``module.Type`` of ``obj`` if it is randomness state of a loaded framework, else None."""
+    """What ``obj`` is (``numpy.random._generator.Generator``, ``torch.Generator (device cpu)``, ...) if it is
+    randomness state of a loaded framework, else None."""
     for module, detect in _loaded_detectors() if detectors is None else detectors:
         try:
-            if detect(module, obj):
-                return f"{type(obj).__module__}.{type(obj).__name__}"
+            kind = detect(module, obj)
         except Exception:  # noqa: BLE001 - a half-initialised framework module cannot have made obj
             continue
+        if kind is not None:
+            return kind
     return None
 
 

@@ -10,7 +10,7 @@ import pytest
 import privselect
 from tests.support import REPO_ROOT, project_files
 
-HEAVY = ("sklearn", "optuna", "joblib", "matplotlib", "tqdm", "dask")
+HEAVY = ("sklearn", "optuna", "joblib", "matplotlib", "tqdm", "dask", "ray", "torch", "opacus", "jax")
 
 
 def _python(code: str) -> str:

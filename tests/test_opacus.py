@@ -248,7 +248,7 @@ def test_the_docs_complete_opacus_loop_runs_and_releases_a_certified_state_dict(
     [code] = re.findall(r"```python\n(.*?)```", section[:section.index("\n## ", 4)], re.DOTALL)
     namespace: dict = {"__name__": "docs_trainers_opacus"}
     exec(compile(code, "trainers.md[opacus loop]", "exec"), namespace)
-    result, one_run_docs = namespace["result"], namespace["one_run"]
+    result, one_run_docs = namespace["result"], namespace["opacus_run"]
     assert set(result.best_output) == {"0.weight", "0.bias", "2.weight", "2.bias"}
     _, (X_test, y_test) = digits
     assert example.accuracy(result.best_output, X_test, y_test) > 0.6

@@ -255,3 +255,14 @@ def test_the_docs_complete_opacus_loop_runs_and_releases_a_certified_state_dict(
     steps = 5 * 20  # 5 epochs of int(1 / q) = 20 Poisson batches (1000 records, expected batch 50)
     assert one_run_docs == ps.Gaussian(1.0).poisson_subsample(1 / 20).compose(steps)
     assert result.certificate == ps.certify(ps.compose(one_run_docs, ps.Laplace(2.0)), ps.Geometric(mean=3), 1e-5)
+
+
+def test_the_numbers_docs_state_for_the_example_are_its_certificate_and_one_run_epsilon(example):
+    text = " ".join((ROOT / "docs" / "trainers.md").read_text(encoding="utf-8").split())
+    shown = re.search(r"ε = (\d+\.\d+) at δ = 1e-5 for K ~ Geometric\(8\), against ε = (\d+\.\d+) for one "
+                      r"15-epoch run alone", text)
+    assert shown, "trainers.md no longer states the example's certificate"
+    tuner = PrivateTuner(example.train_opacus, example.SPACE, example.privacy, example.K, example.DELTA,
+                         score_noise=example.SCORE_NOISE)
+    assert f"{tuner.certificate.epsilon:.3f}" == shown.group(1)
+    assert f"{example.one_run_epsilon():.3f}" == shown.group(2)

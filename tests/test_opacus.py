@@ -11,16 +11,15 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import opacus  # noqa: F401 - in the test extra: these tests run everywhere, never skipped
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-opacus = pytest.importorskip("opacus")
-
-import privselect as ps  # noqa: E402
-from privselect.integrations import opacus as ps_opacus  # noqa: E402
-from privselect.integrations.optuna import PrivateStudy  # noqa: E402
-from privselect.space import Choice, LogUniform  # noqa: E402
-from privselect.tuning import PrivateTuner, RandomnessLeakError  # noqa: E402
+import privselect as ps
+from privselect.integrations import opacus as ps_opacus
+from privselect.integrations.optuna import PrivateStudy
+from privselect.space import Choice, LogUniform
+from privselect.tuning import PrivateTuner, RandomnessLeakError
 
 ROOT = Path(__file__).resolve().parents[1]
 DELTA = 1e-5

@@ -414,7 +414,7 @@ def _tiny_tuner(train, **kwargs):
 
 
 def test_a_torch_generator_seeded_from_the_run_is_refused_naming_the_path_or_stripped():
-    torch = pytest.importorskip("torch")
+    import torch  # in the test extra
 
     def keeps_torch_generator(params, data, rng):
         generator = torch.Generator().manual_seed(int(rng.integers(2**63)))
@@ -474,3 +474,22 @@ def test_the_guard_imports_no_framework():
             "sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'jax', 'tensorflow'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
     assert out.stdout.strip() == "1 []"
+
+
+def test_the_jax_check_reads_the_key_dtype_of_loaded_jax_and_passes_raw_uint32_keys(monkeypatch):
+    """Without jax installed: a stand-in module with jax's API (Array, dtypes.prng_key, dtypes.issubdtype)."""
+    import types
+
+    from privselect.tuning.guard import find_leaks
+
+    class Array:
+        def __init__(self, dtype):
+            self.dtype = dtype
+
+    key_dtype = type("prng_key", (), {})
+    typed = type("key<fry>", (key_dtype,), {"__str__": lambda self: "key<fry>"})()
+    dtypes = types.SimpleNamespace(prng_key=key_dtype,
+                                   issubdtype=lambda dtype, parent: isinstance(dtype, parent))
+    monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(Array=Array, dtypes=dtypes))
+    leaks = find_leaks({"key": Array(typed), "raw_key": Array(np.dtype(np.uint32)), "weights": np.zeros(3)})
+    assert [(leak.path, leak.what) for leak in leaks] == [("output['key']", "a JAX PRNG key array (key<fry>)")]

@@ -9,7 +9,9 @@ Two things connect an Opacus training loop to the tuner (docs/trainers.md has th
   and the Poisson ``DPDataLoader`` it returns yields ``int(1 / q)`` batches per epoch (its
   ``UniformWithReplacementSampler``), so ``steps = epochs * int(1 / q)``. ``int(1 / q)`` is
   ``len(data_loader)`` except where floating point rounds ``1 / (1 / L)`` below L (L = 93, 99,
-  105, ...: one step fewer per epoch), and Opacus's accountant counts the steps taken.
+  105, ...: one step fewer per epoch), and Opacus's accountant counts the steps taken. There,
+  Opacus's accountant records the rate ``1 / len(DPDataLoader)`` (1/92 for L = 93), above the
+  rate its sampler draws with (1/93): a safe overstatement; the description has the true rate.
 * **where its randomness comes from**: [`generators`][privselect.integrations.opacus.generators]
   turns the run's numpy ``rng`` into the two ``torch.Generator`` objects Opacus draws from: the
   optimizer's ``noise_generator`` and the ``generator`` of the data loader, which the Poisson

@@ -11,7 +11,7 @@ import pytest
 import privselect
 from tests.support import REPO_ROOT, project_files
 
-HEAVY = ("sklearn", "optuna", "joblib", "matplotlib", "tqdm", "dask")
+HEAVY = ("sklearn", "optuna", "joblib", "matplotlib", "tqdm", "dask", "ray", "torch", "opacus", "jax")
 
 
 def _python(code: str) -> str:
@@ -24,6 +24,17 @@ def test_import_privselect_loads_no_heavy_dependency():
     out = _python("import sys, json, privselect\n"
                   f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))")
     assert json.loads(out) == []
+
+
+def test_the_release_guard_and_the_opacus_description_load_no_framework():
+    out = _python("import sys, json, numpy as np\n"
+                  "from privselect.tuning.guard import find_leaks\n"
+                  "from privselect.integrations import opacus\n"
+                  "leaks = find_leaks({'g': np.random.default_rng()})\n"
+                  "opacus.description(1.0, sample_rate=0.01, epochs=2)\n"
+                  "print(json.dumps([len(leaks), sorted({m.split('.')[0] for m in sys.modules} & "
+                  "{'torch', 'opacus', 'jax', 'tensorflow'})]))")
+    assert json.loads(out) == [1, []]
 
 
 def test_every_public_name_resolves_lazily_and_star_import_works():

@@ -340,7 +340,7 @@ def test_an_integer_seed_in_a_released_estimator_is_refused(digits):
         model.random_state = 1234
         return score, model
 
-    with pytest.raises(RandomnessLeakError, match=r"output\.random_state: an estimator seed"):
+    with pytest.raises(RandomnessLeakError, match=r"output\.random_state: an integer seed \(int in a field named like a seed\).*Integer seeds are your responsibility"):
         tuner(keeps_seed).run(digits[0])
 
 
@@ -402,3 +402,83 @@ def test_tuner_and_study_give_the_same_winner_and_certificate(digits):
         assert a.best_params == b.best_params and a.best_score == b.best_value
         assert np.array_equal(a.best_output.coef_, b.best_output.coef_)
         assert a.certificate == b.certificate
+
+
+# -- (e) every loaded framework's randomness ---------------------------------------------------
+
+
+def _tiny_tuner(train, **kwargs):
+    return PrivateTuner(train, {"x": Choice([0])}, ps.Gaussian(1.0), ps.Geometric(mean=1.5), DELTA, seed=0,
+                        accountant="prv", **kwargs)
+
+
+def test_a_torch_generator_seeded_from_the_run_is_refused_naming_the_path_or_stripped():
+    import torch  # in the test extra
+
+    def keeps_torch_generator(params, data, rng):
+        generator = torch.Generator().manual_seed(int(rng.integers(2**63)))
+        return 1.0, {"weights": torch.randn(3, generator=generator), "noise": [generator]}
+
+    with pytest.raises(RandomnessLeakError, match=r"output\['noise'\]\[0\]: torch\.Generator \(device cpu\)"):
+        _tiny_tuner(keeps_torch_generator).run(None)
+    stripped = _tiny_tuner(keeps_torch_generator, release="strip").run(None)
+    assert stripped.best_output["noise"] == [None] and stripped.best_output["weights"].shape == (3,)
+
+
+def test_a_random_random_built_from_the_run_rng_is_refused_and_replays_the_run():
+    import random
+
+    def keeps_random(params, data, rng):
+        source = random.Random(int(rng.integers(2**63)))
+        return source.random(), {"shuffler": source}
+
+    with pytest.raises(RandomnessLeakError, match=r"output\['shuffler'\]: random\.Random"):
+        _tiny_tuner(keeps_random).run(None)
+    # positive control: what the refused object would have given away (its state replays every draw)
+    leaked = _tiny_tuner(keeps_random, release="strip").run(None)
+    assert leaked.best_output["shuffler"] is None
+    secret = random.Random(7)
+    replay = random.Random()
+    replay.setstate(secret.getstate())
+    assert [secret.random() for _ in range(3)] == [replay.random() for _ in range(3)]
+    assert _tiny_tuner(lambda params, data, rng: (1.0, random.SystemRandom())).run(None).selected  # no state
+
+
+def test_a_typed_jax_key_is_refused_naming_the_path():
+    jax = pytest.importorskip("jax")
+
+    def keeps_key(params, data, rng):
+        return 1.0, {"key": jax.random.key(int(rng.integers(2**31)))}
+
+    with pytest.raises(RandomnessLeakError, match=r"output\['key'\]: a JAX PRNG key array"):
+        _tiny_tuner(keeps_key).run(None)
+
+
+@pytest.mark.parametrize("field", ["seed", "torch_seed", "random_state", "seed_value"])
+def test_an_integer_in_a_field_named_like_a_seed_is_refused_saying_seeds_are_the_callers(field):
+    def keeps_seed(params, data, rng):
+        return 1.0, {field: int(rng.integers(2**63)), "n_epochs": 3}
+
+    with pytest.raises(RandomnessLeakError, match=rf"output\['{field}'\]: an integer seed .*Integer seeds are your "
+                                                  r"responsibility"):
+        _tiny_tuner(keeps_seed).run(None)
+    assert _tiny_tuner(lambda params, data, rng: (1.0, {"n_seeds": 3, "epochs": 2})).run(None).selected
+
+
+def test_the_jax_check_reads_the_key_dtype_of_loaded_jax_and_passes_raw_uint32_keys(monkeypatch):
+    """Without jax installed: a stand-in module with jax's API (Array, dtypes.prng_key, dtypes.issubdtype)."""
+    import types
+
+    from privselect.tuning.guard import find_leaks
+
+    class Array:
+        def __init__(self, dtype):
+            self.dtype = dtype
+
+    key_dtype = type("prng_key", (), {})
+    typed = type("key<fry>", (key_dtype,), {"__str__": lambda self: "key<fry>"})()
+    dtypes = types.SimpleNamespace(prng_key=key_dtype,
+                                   issubdtype=lambda dtype, parent: isinstance(dtype, parent))
+    monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(Array=Array, dtypes=dtypes))
+    leaks = find_leaks({"key": Array(typed), "raw_key": Array(np.dtype(np.uint32)), "weights": np.zeros(3)})
+    assert [(leak.path, leak.what) for leak in leaks] == [("output['key']", "a JAX PRNG key array (key<fry>)")]

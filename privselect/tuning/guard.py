@@ -5,7 +5,21 @@ A released object that holds a run's ``numpy.random.Generator`` (or its bit gene
 holds it rewind the generator and replay the run's noise: PCG64 can be stepped backwards, and
 retraining with the recovered state on D reproduces the released model exactly, while D minus
 one record does not. That is a membership attack that no certificate covers
-(tests/test_release_attacks.py reproduces it).
+(tests/test_release_attacks.py reproduces it). The same holds for every framework's generator.
+
+What the guard recognises, for each framework that is already loaded (it imports none itself:
+a framework that is not in ``sys.modules`` cannot have made an object of the released value):
+
+* numpy: ``Generator``, every ``BitGenerator``, ``RandomState``, ``SeedSequence``;
+* the standard library: ``random.Random`` (not ``random.SystemRandom``, which has no state to replay);
+* torch: ``torch.Generator``, on any device (Opacus's optimizer holds its noise generator as
+  ``.generator``; its Poisson ``DPDataLoader`` and sampler hold theirs as ``.generator``);
+* JAX: typed PRNG key arrays (``jax.random.key``, dtype ``key<...>``). A raw ``uint32`` key
+  (``jax.random.PRNGKey``) is an ordinary integer array: it cannot be told apart from data and
+  is the caller's responsibility, like every integer seed;
+* integer seeds: an ``int`` cannot be told apart from data either. The guard refuses one only
+  where it sits in a field named like a seed (``seed``, ``*_seed``, ``seed_*``,
+  ``random_state``, ...); elsewhere, never releasing a seed is the caller's responsibility.
 
 [`guard_release`][privselect.tuning.guard.guard_release] walks the released value (attributes, ``__slots__``, containers, object
 arrays, closures and ``functools.partial`` arguments; never modules or classes) and either
@@ -17,6 +31,8 @@ refuses with [`RandomnessLeakError`][privselect.tuning.guard.RandomnessLeakError
 from __future__ import annotations
 
 import functools
+import re
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -25,11 +41,68 @@ import numpy as np
 
 from ..errors import RandomnessLeakError
 
-__all__ = ["RandomnessLeakError", "guard_release", "find_leaks", "RELEASE_MODES"]
+__all__ = ["RandomnessLeakError", "guard_release", "find_leaks", "randomness_kind", "RELEASE_MODES",
+           "RANDOMNESS_DETECTORS"]
 
 RELEASE_MODES = ("refuse", "strip")
 RANDOMNESS_TYPES = (np.random.Generator, np.random.BitGenerator, np.random.RandomState, np.random.SeedSequence,
                     np.random.bit_generator.SeedlessSeedSequence)
+SEED_FIELD = re.compile(r"(?:\.|\[')(?:\w*_)?(?:seed|random_state|rng_state|prng_key)(?:_\w*)?(?:'\])?$", re.IGNORECASE)
+
+
+def _type_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__name__}"
+
+
+def _numpy_randomness(numpy: types.ModuleType, obj: Any) -> str | None:
+    return _type_name(obj) if isinstance(obj, RANDOMNESS_TYPES) else None
+
+
+def _stdlib_random(module: types.ModuleType, obj: Any) -> str | None:
+    return _type_name(obj) if isinstance(obj, module.Random) and not isinstance(obj, module.SystemRandom) else None
+
+
+def _torch_generator(torch: types.ModuleType, obj: Any) -> str | None:
+    return f"torch.Generator (device {obj.device})" if isinstance(obj, torch.Generator) else None
+
+
+def _typed_jax_key(jax: types.ModuleType, obj: Any) -> str | None:
+    array, key_dtype = getattr(jax, "Array", None), getattr(getattr(jax, "dtypes", None), "prng_key", None)
+    if array is None or key_dtype is None or not isinstance(obj, array):
+        return None
+    return f"a JAX PRNG key array ({obj.dtype})" if jax.dtypes.issubdtype(obj.dtype, key_dtype) else None
+
+
+# module name -> detector(module, obj) -> what obj is, or None; a detector runs only when its module is loaded
+RANDOMNESS_DETECTORS: dict[str, Callable[[types.ModuleType, Any], str | None]] = {
+    "numpy": _numpy_randomness,
+    "random": _stdlib_random,
+    "torch": _torch_generator,
+    "jax": _typed_jax_key,
+}
+
+
+def _loaded_detectors() -> list[tuple[types.ModuleType, Callable[[types.ModuleType, Any], str | None]]]:
+    loaded = ((sys.modules.get(name), detect) for name, detect in RANDOMNESS_DETECTORS.items())
+    return [(module, detect) for module, detect in loaded if module is not None]
+
+
+def randomness_kind(obj: Any, detectors=None) -> str | None:
+    """What ``obj`` is (``numpy.random._generator.Generator``, ``torch.Generator (device cpu)``, ...) if it is
+    randomness state of a loaded framework, else None."""
+    for module, detect in _loaded_detectors() if detectors is None else detectors:
+        try:
+            kind = detect(module, obj)
+        except Exception:  # noqa: BLE001 - a half-initialised framework module cannot have made obj
+            continue
+        if kind is not None:
+            return kind
+    return None
+
+
+def _is_int_seed(path: str, obj: Any) -> bool:
+    return isinstance(obj, (int, np.integer)) and not isinstance(obj, (bool, np.bool_)) \
+        and SEED_FIELD.search(path) is not None
 _ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None), range, types.ModuleType, type,
           types.BuiltinFunctionType, np.generic)
 
@@ -74,7 +147,7 @@ def _set_item(container: Any, key: Any) -> None:
 @_children_of.register(dict)
 def _(obj: dict, path: str):
     for key, value in list(obj.items()):
-        if isinstance(key, RANDOMNESS_TYPES):
+        if randomness_kind(key) is not None:
             yield f"{path} key {type(key).__name__}", key, None
         yield f"{path}[{key!r}]", value, functools.partial(_set_item, obj, key)
 
@@ -131,27 +204,24 @@ def _(obj: functools.partial, path: str):
         yield f"{path}.keywords[{name!r}]", value, functools.partial(_set_item, obj.keywords, name)
 
 
-def _is_estimator(obj: Any) -> bool:
-    return callable(getattr(type(obj), "get_params", None)) and hasattr(type(obj), "fit")
-
-
 def find_leaks(value: Any, root: str = "output") -> list[Leak]:
     """Every place in ``value`` that holds randomness state, with its attribute path."""
+    detectors = _loaded_detectors()
     leaks: list[Leak] = []
     seen: set[int] = set()
     stack: list[tuple[str, Any, Callable[[], None] | None]] = [(root, value, None)]
     while stack:
         path, obj, clear = stack.pop()
-        if isinstance(obj, RANDOMNESS_TYPES):
-            leaks.append(Leak(path, f"{type(obj).__module__}.{type(obj).__name__}", clear))
+        kind = randomness_kind(obj, detectors)
+        if kind is not None:
+            leaks.append(Leak(path, kind, clear))
+            continue
+        if _is_int_seed(path, obj):
+            leaks.append(Leak(path, f"an integer seed ({type(obj).__name__} in a field named like a seed)", clear))
             continue
         if isinstance(obj, _ATOMS) or id(obj) in seen:
             continue
         seen.add(id(obj))
-        if _is_estimator(obj) and getattr(obj, "random_state", None) is not None \
-                and not isinstance(obj.random_state, RANDOMNESS_TYPES):
-            leaks.append(Leak(f"{path}.random_state", f"an estimator seed ({type(obj.random_state).__name__})",
-                              functools.partial(_set_attribute, obj, "random_state")))
         check = getattr(type(obj), "__privselect_release_problems__", None)
         if callable(check):
             leaks.extend(Leak(path, problem, None) for problem in check(obj))
@@ -176,8 +246,12 @@ def guard_release(value: Any, root: str, release: str) -> Any:
     blocking = [leak for leak in leaks if release != "strip" or leak.clear is None]
     listed = "; ".join(str(leak) for leak in blocking[:5]) + (" ..." if len(blocking) > 5 else "")
     strippable = release != "strip" and all(leak.clear is not None for leak in blocking)
+    seeds = any("integer seed" in leak.what for leak in blocking)
     raise RandomnessLeakError(
-        f"the winner was not released: {listed}. Randomness state (a generator, bit generator, SeedSequence or "
-        "seed) lets its holder replay the run's noise: fit with the run's generator, then drop it (privselect's own "
-        "estimators do)" + (", or pass release='strip' to set these to None" if strippable else "") + "."
+        f"the winner was not released: {listed}. Randomness state (a numpy, torch, JAX or random generator, a "
+        "SeedSequence or a seed) lets its holder replay the run's noise: train with the run's generator, then drop it "
+        "(return a torch module's state_dict, never its optimizer or data loader; privselect's own estimators drop "
+        "theirs)" + (", or pass release='strip' to set these to None" if strippable else "") + "."
+        + (" Integer seeds are your responsibility: privselect cannot tell an integer from data and refuses one only "
+           "in a field named like a seed; never release a seed, under any name." if seeds else "")
     )

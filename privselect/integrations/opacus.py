@@ -1,0 +1,156 @@
+"""Opacus (PyTorch) trainers: the description of one run from Opacus's own numbers, and its seeding.
+
+Two things connect an Opacus training loop to the tuner (docs/trainers.md has the complete loop):
+
+* **what one run is**: [`description`][privselect.integrations.opacus.description] builds
+  ``Gaussian(noise_multiplier).poisson_subsample(q).compose(steps)`` counted exactly as Opacus
+  counts (Opacus 1.x, ``PrivacyEngine.make_private`` with ``poisson_sampling=True``, the
+  default): the rate is ``q = 1 / len(data_loader)`` of the loader handed to ``make_private``,
+  and the Poisson ``DPDataLoader`` it returns yields ``int(1 / q)`` batches per epoch (its
+  ``UniformWithReplacementSampler``), so ``steps = epochs * int(1 / q)``. ``int(1 / q)`` is
+  ``len(data_loader)`` except where floating point rounds ``1 / (1 / L)`` below L (L = 93, 99,
+  105, ...: one step fewer per epoch), and Opacus's accountant counts the steps taken. There,
+  Opacus's accountant records the rate ``1 / len(DPDataLoader)`` (1/92 for L = 93), above the
+  rate its sampler draws with (1/93): a safe overstatement; the description has the true rate.
+* **where its randomness comes from**: [`generators`][privselect.integrations.opacus.generators]
+  turns the run's numpy ``rng`` into the two ``torch.Generator`` objects Opacus draws from: the
+  optimizer's ``noise_generator`` and the ``generator`` of the data loader, which the Poisson
+  ``DPDataLoader`` inherits. A CPU generator is a Mersenne twister whose ``manual_seed`` keeps
+  only the low 32 bits of the seed (seeds ``s`` and ``s + 2**32`` give the same stream: 2**32
+  guesses replay a run), so privselect sets its whole state, 624 words of 32 bits drawn from
+  ``rng``; a CUDA (or other Philox) generator takes a 64-bit seed drawn from ``rng``.
+
+The run then depends on ``rng`` alone: on CPU the same ``rng`` state gives a bitwise-identical
+``state_dict``. The generators are the run's secret: never return them, the optimizer (its
+``.generator``), the data loader, or a module that references any of them; the release guard
+refuses each ([`privselect.tuning.guard`][privselect.tuning.guard]). Return the module's
+``state_dict``.
+
+torch and opacus are imported only when a generator is made (install ``privselect[opacus]``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import _validation as check
+from ..mechanisms import Mechanism, dpsgd
+
+__all__ = ["description", "sample_rate_of", "steps_per_epoch", "generator", "generators", "OpacusGenerators"]
+
+MT_WORDS = 624  # the Mersenne twister's state: 624 words of 32 bits
+_STATE_BYTES = 5056  # torch's CPUGeneratorImplState: seed (8), left, seeded (4 + 4), next (8), state (624 x 8), ...
+_WORDS_AT = 24
+
+
+def sample_rate_of(data_loader: Any) -> float:
+    """Opacus's sample rate: ``data_loader.sample_rate`` of a ``DPDataLoader``, else ``1 / len(data_loader)``.
+
+    The second is what ``PrivacyEngine.make_private`` computes from the loader you hand it.
+    """
+    rate = getattr(data_loader, "sample_rate", None)
+    if rate is not None:
+        return check.half_open_unit("data_loader.sample_rate", rate)
+    batches = check.positive_int("len(data_loader)", len(data_loader))
+    return 1 / batches
+
+
+def steps_per_epoch(data_loader: Any) -> int:
+    """Batches per epoch of the Poisson ``DPDataLoader`` that Opacus makes of ``data_loader``: ``int(1 / q)``.
+
+    For a ``DPDataLoader`` (after ``make_private``) this is ``len(data_loader)``.
+    """
+    if getattr(data_loader, "sample_rate", None) is not None:
+        return check.positive_int("len(data_loader)", len(data_loader))
+    return int(1 / sample_rate_of(data_loader))
+
+
+def description(noise_multiplier: float, *, sample_rate: float | None = None, data_loader: Any = None,
+                epochs: int | None = None, steps: int | None = None) -> Mechanism:
+    """The mechanism of one Opacus training run (Abadi et al. 2016 DP-SGD, Poisson sampling, add/remove).
+
+    Give ``sample_rate`` or ``data_loader`` (the loader handed to ``make_private``, or the
+    ``DPDataLoader`` it returned), and ``epochs`` or ``steps`` (optimizer steps taken). With a
+    loader and ``epochs``, ``steps = epochs * steps_per_epoch(data_loader)``, as Opacus's
+    accountant counts them; with ``sample_rate`` and ``epochs``, ``steps = epochs * int(1 / q)``.
+    """
+    if (sample_rate is None) == (data_loader is None):
+        raise ValueError("give exactly one of sample_rate or data_loader")
+    if (epochs is None) == (steps is None):
+        raise ValueError("give exactly one of epochs or steps")
+    if data_loader is not None:
+        rate, per_epoch = sample_rate_of(data_loader), steps_per_epoch(data_loader)
+    else:
+        rate = check.half_open_unit("sample_rate", sample_rate)
+        per_epoch = int(1 / rate)
+    count = check.positive_int("steps", steps) if steps is not None else check.positive_int("epochs", epochs) * per_epoch
+    return dpsgd(noise_multiplier=noise_multiplier, sample_rate=rate, steps=count)
+
+
+class OpacusGenerators(NamedTuple):
+    """The two generators of an Opacus run: ``noise`` for ``make_private(noise_generator=...)``, ``sampler``
+    for ``DataLoader(..., generator=...)`` (the Poisson ``DPDataLoader`` inherits it)."""
+
+    noise: Any
+    sampler: Any
+
+
+def generator(rng: np.random.Generator, device: Any = "cpu") -> Any:
+    """A ``torch.Generator`` on ``device`` whose whole state is drawn from ``rng``.
+
+    CPU: the Mersenne twister's 624 state words (19,968 bits) come from ``rng``; ``manual_seed``
+    would keep 32 bits only. Other devices (CUDA's Philox): ``manual_seed`` with 64 bits from ``rng``.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be the run's numpy.random.Generator, got {type(rng).__name__}")
+    torch = _torch()
+    device = torch.device(device)
+    made = torch.Generator(device=device)
+    if device.type != "cpu":
+        made.manual_seed(int(rng.integers(0, 2**64, dtype=np.uint64)))
+        return made
+    words = rng.integers(0, 2**32, size=MT_WORDS, dtype=np.uint64)
+    made.manual_seed(0)
+    state = made.get_state().numpy().copy()
+    _check_layout(state)
+    state[_WORDS_AT:_WORDS_AT + 8 * MT_WORDS] = words.astype("<u8").view(np.uint8)
+    made.set_state(torch.from_numpy(state))
+    return made
+
+
+def generators(rng: np.random.Generator, device: Any = "cpu") -> OpacusGenerators:
+    """Opacus's noise generator (on ``device``, where the parameters are) and the sampler's (CPU), from ``rng``.
+
+    Drawn in this order: the noise generator, then the sampler's. Draw anything else (the
+    initial weights) from further generators: ``generator(rng)``.
+    """
+    return OpacusGenerators(noise=generator(rng, device), sampler=generator(rng, "cpu"))
+
+
+def _check_layout(state: np.ndarray) -> None:
+    """Refuse to seed a torch whose CPU generator state is not the layout written above (after ``manual_seed(0)``)."""
+    words = np.frombuffer(state[_WORDS_AT:_WORDS_AT + 8 * MT_WORDS].tobytes(), "<u8")
+    left_seeded = np.frombuffer(state[8:16].tobytes(), "<i4")
+    if state.size != _STATE_BYTES or not np.array_equal(words, _mt19937_init(0)) or list(left_seeded) != [1, 1]:
+        raise RuntimeError("this torch's CPU generator state has an unknown layout; privselect cannot set its 624 "
+                           "words from rng (a 32-bit manual_seed would be guessable)")
+
+
+@functools.lru_cache(maxsize=1)
+def _mt19937_init(seed: int) -> np.ndarray:
+    """The Mersenne twister's initial state for ``seed`` (Matsumoto, Nishimura 1998, init_genrand); a recurrence."""
+    words = [seed & 0xFFFFFFFF]
+    for j in range(1, MT_WORDS):
+        words.append((1812433253 * (words[-1] ^ (words[-1] >> 30)) + j) & 0xFFFFFFFF)
+    return np.array(words, dtype=np.uint64)
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("the Opacus integration needs torch and opacus: pip install 'privselect[opacus]'") from None
+    return torch

@@ -17,7 +17,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import privselect as ps
 from privselect.integrations import opacus as ps_opacus
 from privselect.integrations.optuna import PrivateStudy
-from privselect.space import Choice, LogUniform
+from privselect.tuning.space import Choice, LogUniform
 
 NOISE, BATCH, EPOCHS = 1.0, 50, [5, 10, 15]
 N_TRAIN, N_VAL = 1000, 300  # public sizes

@@ -16,7 +16,7 @@ import torch
 import privselect as ps
 from privselect.integrations import opacus as ps_opacus
 from privselect.integrations.optuna import PrivateStudy
-from privselect.space import Choice, LogUniform
+from privselect.tuning.space import Choice, LogUniform
 from privselect.tuning import PrivateTuner, RandomnessLeakError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -176,13 +176,17 @@ def test_trial_number_counts_the_runs():
     assert isinstance(PrivateTrial(3, np.random.default_rng(0), np.random.default_rng(1)).number, int)
 
 
-def test_trial_pruned_is_handled_like_report():
+def test_trial_pruned_scores_worst_in_a_run_and_is_reported_by_dry_run():
     def prunes(trial):
-        trial.suggest_float("x", 0, 1)
-        raise optuna.TrialPruned()
+        x = trial.suggest_float("x", 0, 1)
+        if x > 0.5:  # whether a trial prunes depends on its values: it scores worst instead of stopping the study
+            raise optuna.TrialPruned()
+        return x
 
+    result = PrivateStudy(BASE, ps.Geometric(mean=20), 1e-6, accountant="exact", seed=3).optimize(prunes)
+    assert result.best_value <= 0.5
     with pytest.raises(PrivateStudyError, match=r"raise optuna.TrialPruned\(\) was called: pruning is disabled"):
-        study().optimize(prunes)
+        study().dry_run(lambda trial: (_ for _ in ()).throw(optuna.TrialPruned()))
 
 
 def test_study_direction_values_are_accepted():
@@ -200,6 +204,8 @@ def test_objective_signature_and_return_are_checked():
     with pytest.raises(TrainerContractError, match="1 positional argument"):
         study().optimize(lambda trial, data: 1.0)
     with pytest.raises(TrainerContractError, match="3-tuple"):
+        study().dry_run(lambda trial: (trial.suggest_float("x", 0, 1), None, None))
+    with pytest.raises(ps.AllRunsFailedError, match="dry_run"):  # inside a certified run: scored worst
         study().optimize(lambda trial: (trial.suggest_float("x", 0, 1), None, None))
 
 

@@ -153,13 +153,17 @@ def test_invalid_scores_score_worst(bad):
 
 
 @pytest.mark.parametrize("bad", ["not a number", None, (1.0, 2.0, 3.0), {"score": 1.0}, np.array([1.0]), True])
-def test_a_return_that_is_not_a_score_is_a_programming_error(bad):
+def test_a_return_that_is_not_a_score_is_a_programming_error_that_dry_run_raises_and_a_run_scores_worst(bad):
     def trainer(params, data, rng):
         return bad
     with pytest.raises(TrainerContractError, match="dry_run"):
-        tuner(train=trainer, seed=3).run(None)
-    with pytest.raises(TrainerContractError):
         tuner(train=trainer).dry_run(None)
+    with pytest.raises(AllRunsFailedError, match="dry_run"):
+        tuner(train=trainer, seed=3).run(None)
+
+    def sometimes(params, data, rng):
+        return bad if params["x"] > 0.5 else params["x"]
+    assert tuner(train=sometimes, seed=3, k=ps.Geometric(mean=30)).run(None).best_score <= 0.5
 
 
 def test_all_runs_failing_raises_an_error_without_run_data():

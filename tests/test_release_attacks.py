@@ -1,4 +1,4 @@
-"""Attacks on what leaves the tuner, run against the real PrivateTuner and PrivateStudy (issue 13).
+"""Attacks on what leaves the tuner, run against the real PrivateTuner and PrivateStudy.
 
 (a) noise recovery: privselect 0.1 released the run's Generator inside the model; PCG64 steps
     backwards, so the run's starting state is recovered and retraining on D reproduces the
@@ -7,23 +7,45 @@
 (b) label set: the released model's shape and classes_ do not depend on a lone record's class.
 (c) channels: warnings, stdout, stderr and logging carry no trainer text and no per-run lines.
 (d) leaky output: a user trainer that keeps its generator is refused (or stripped), naming the path.
+(e) traceback frames: every exception that leaves a front end (all runs failed, a refused winner, a
+    usage stop, lost workers, the operator's Ctrl-C) carries no K, seed, score, params or output in
+    any frame's locals, walked directly and through TracebackException(capture_locals=True).
+(f) every run ends as a score: a float overflow or a BaseException on D only changes the scores.
+(g) certified is what runs: the probe refuses undeclared names however they are read; a candidate
+    whose privacy differs from the certified one stops the selection before it trains.
+(h) the released FrozenTrial carries no time. (i) log records above CRITICAL are dropped.
+(j) a SIGKILL of the driver and its workers mid-run leaves no copy of the data on disk.
 """
 
+import asyncio
+import dataclasses
+import datetime
+import fractions
 import io
 import logging
+import os
 import pickle
+import shutil
+import signal
+import subprocess
 import sys
+import time
 import warnings
+from pathlib import Path
 
 import numpy as np
+import optuna
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import privselect as ps
 from privselect.apps.dpsgd import DPSGDClassifier, dpsgd_steps, make_dpsgd_trainer
-from privselect.integrations.optuna import PrivateStudy
-from privselect.space import Choice, LogUniform
+from privselect.errors import CandidatePrivacyError, WorkerLossError
+from privselect.integrations.optuna import PrivateStudy, PrivateStudyError
+from privselect.space import Choice, LogUniform, Uniform
 from privselect.tuning import AllRunsFailedError, PrivateTuner, RandomnessLeakError
+from privselect.tuning.backends import SequentialBackend, register_backend
+from tests.support.leaks import files_holding, traceback_leaks
 
 NOISE, RATE, EPOCHS = 1.0, 0.1, 2
 CLASSES = tuple(range(10))
@@ -402,3 +424,330 @@ def test_tuner_and_study_give_the_same_winner_and_certificate(digits):
         assert a.best_params == b.best_params and a.best_score == b.best_value
         assert np.array_equal(a.best_output.coef_, b.best_output.coef_)
         assert a.certificate == b.certificate
+
+
+# -- (e) traceback frames: no run data, K or seed in any frame an exception carries -------------------------
+
+
+THIS_FILE = __file__
+SECRET_OUTPUT = "SECRET-OUTPUT-"
+
+
+class Recorder:
+    """A trainer that records what only the tuner should know: K (its calls), scores and params."""
+
+    def __init__(self, behaviour):
+        self.behaviour, self.calls, self.floats = behaviour, 0, set()
+
+    def __call__(self, params, data, rng):
+        self.calls += 1
+        score = float(rng.uniform())
+        self.floats |= {score, float(params["x"])}
+        return self.behaviour(self, params, score)
+
+
+def _fails(recorder, params, score):
+    raise ValueError(f"{SECRET_OUTPUT}{score}")
+
+
+def _keeps_generator(recorder, params, score):
+    return score, {"note": SECRET_OUTPUT, "rng": np.random.default_rng()}
+
+
+def _operator_interrupts(recorder, params, score):
+    if recorder.calls == 5:
+        signal.raise_signal(signal.SIGINT)  # the operator's Ctrl-C, arriving inside a run
+    return score, SECRET_OUTPUT
+
+
+LONG_K = ps.Geometric(mean=300)  # K is then far from every other integer in the frames
+
+
+@pytest.mark.parametrize("behaviour, error", [(_fails, AllRunsFailedError), (_keeps_generator, RandomnessLeakError),
+                                              (_operator_interrupts, KeyboardInterrupt)])
+def test_exceptions_leaving_the_tuner_carry_no_run_data_in_their_frames(behaviour, error):
+    recorder = Recorder(behaviour)
+    tuner_ = PrivateTuner(recorder, {"x": Uniform(0, 1)}, ps.Gaussian(2.0), LONG_K, DELTA, backend="sequential",
+                          accountant="prv")  # seed=None: fresh 128-bit entropy, the secret key
+    with pytest.raises(error) as info:
+        tuner_.run(np.zeros(3))
+    assert recorder.calls >= 5
+    interrupted = error is KeyboardInterrupt  # K is then unknown to the test: seeds, scores and outputs are checked
+    assert traceback_leaks(info.value, k=None if interrupted else recorder.calls, floats=recorder.floats,
+                           markers=(SECRET_OUTPUT,), skip_files=(THIS_FILE,)) == []
+    assert info.value.__cause__ is None and info.value.__context__ is None
+
+
+def test_a_study_stopped_by_a_usage_error_carries_no_run_data_in_its_frames():
+    floats = set()
+
+    def objective(trial):
+        x = trial.suggest_float("x", 0, 1)
+        floats.add(x)
+        if len(floats) == 7:
+            trial.report(x, 0)  # pruning: a usage error that stops the study mid-run
+        return x, SECRET_OUTPUT
+
+    with pytest.raises(PrivateStudyError, match="pruning is disabled") as info:
+        PrivateStudy(ps.Gaussian(2.0), LONG_K, DELTA, accountant="prv").optimize(objective)
+    assert traceback_leaks(info.value, k=None, floats=floats, markers=(SECRET_OUTPUT,), skip_files=(THIS_FILE,)) == []
+
+
+class _LostWorker(Exception):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class _LossyBackend(SequentialBackend):
+    """Completes two runs per round, then reports a lost worker (as loky's BrokenProcessPool would)."""
+
+    name: str = "test-lossy"
+
+    def imap_unordered(self, function, shared, tasks, n_jobs):
+        for count, task in enumerate(tasks):
+            if count == 2:
+                raise _LostWorker()
+            yield function(*shared, *task)
+
+    def worker_loss_errors(self):
+        return (_LostWorker,)
+
+
+def test_worker_loss_error_carries_no_run_data_in_its_frames():
+    register_backend(_LossyBackend())
+    recorder = Recorder(lambda r, params, score: (score, SECRET_OUTPUT))
+    with pytest.raises(WorkerLossError) as info:
+        PrivateTuner(recorder, {"x": Uniform(0, 1)}, ps.Gaussian(2.0), LONG_K, DELTA, backend="test-lossy", n_jobs=2,
+                     accountant="prv").run(None)
+    assert traceback_leaks(info.value, floats=recorder.floats, markers=(SECRET_OUTPUT,), skip_files=(THIS_FILE,)) == []
+
+
+# -- (f) every run ends as a score: overflow and BaseException, compared across D and D' ----------------------
+
+
+def _attacker(kind):
+    """A trainer that misbehaves only on D (a record above 0.9) and only for some candidates."""
+
+    def train(params, data, rng):
+        if data.max() > 0.9 and params["x"] > 0.5:
+            if kind == "overflow":
+                return 10**400, None
+            if kind == "fraction":
+                return fractions.Fraction(10**400, 3)
+            if kind == "cancelled":
+                raise asyncio.CancelledError(f"{MARK}max={data.max()}")
+            raise GeneratorExit(f"{MARK}max={data.max()}")
+        return params["x"], "ok"
+
+    return train
+
+
+@pytest.mark.parametrize("kind", ["overflow", "fraction", "cancelled", "generator_exit"])
+def test_a_trainer_that_overflows_or_raises_a_base_exception_on_d_only_scores_worst(kind):
+    D, D_prime = np.array([0.1, 0.95]), np.array([0.1, 0.2])
+    results = {}
+    for name, data in (("D", D), ("D'", D_prime)):
+        results[name] = PrivateTuner(_attacker(kind), {"x": Uniform(0, 1)}, ps.Gaussian(2.0), ps.Geometric(mean=20),
+                                     DELTA, seed=4, backend="sequential", accountant="prv").run(data)
+    # both release a winner (no data-dependent abort); on D the misbehaving runs scored worst
+    assert results["D"].selected and results["D'"].selected
+    assert results["D"].best_score <= 0.5 < results["D'"].best_score
+    assert MARK not in repr(results["D"])
+
+
+# -- (g) what PrivateStudy and PrivateTuner certify is what they release ---------------------------------------
+
+
+def _steps_objective(received):
+    def objective(trial):
+        sigma = trial.suggest_categorical("sigma", [2.0, 4.0])
+        steps = trial.suggest_int("steps", 10, 10000, log=True)
+        received.append((sigma, steps))
+        return -sigma * steps
+    return objective
+
+
+@pytest.mark.parametrize("privacy", [
+    lambda p: ps.Gaussian(p["sigma"]).compose(p.get("steps", 10)),
+    lambda p: ps.Gaussian(p["sigma"]).compose(p["steps"] if "steps" in p else 10),
+    lambda p: ps.Gaussian(p["sigma"]).compose(10 if "steps" not in list(p.keys()) else p["steps"]),
+    lambda p: ps.Gaussian(p["sigma"]).compose(sum(1 for _ in p) * 10),
+])
+def test_the_study_probe_refuses_every_access_to_an_undeclared_name(privacy):
+    with pytest.raises(ValueError, match=r"'steps', which is not declared|iterated over params"):
+        PrivateStudy(privacy, ps.Geometric(mean=5), 1e-5, privacy_space={"sigma": Choice([2.0, 4.0])})
+
+
+def test_the_probe_refuses_an_undeclared_name_even_when_the_callable_catches_the_error():
+    def privacy(p):
+        try:
+            steps = p["steps"]
+        except Exception:  # noqa: BLE001 - the bypass under test
+            steps = 10
+        return ps.Gaussian(p["sigma"]).compose(steps)
+
+    with pytest.raises(ValueError, match="'steps', which is not declared"):
+        PrivateStudy(privacy, ps.Geometric(mean=5), 1e-5, privacy_space={"sigma": Choice([2.0, 4.0])})
+    with pytest.raises(ValueError, match="'steps', which is not declared"):
+        PrivateTuner(lambda p, d, r: 0.0, {"sigma": Choice([2.0, 4.0])}, privacy, ps.Geometric(mean=5), 1e-5)
+    with pytest.raises(ValueError, match="'steps', which is not declared"):
+        PrivateTuner(lambda p, d, r: 0.0, {"sigma": Choice([2.0, 4.0])},
+                     lambda p: ps.Gaussian(p["sigma"]).compose(p.get("steps", 10)), ps.Geometric(mean=5), 1e-5)
+
+
+def test_a_candidate_whose_privacy_differs_from_the_certified_one_stops_both_front_ends():
+    config = {"steps": 10}  # state outside params, changed after the certificate was made
+
+    def privacy(p):
+        return ps.Gaussian(p["sigma"]).compose(config["steps"])
+
+    space = {"sigma": Choice([2.0, 4.0])}
+    tuner_ = PrivateTuner(lambda p, d, r: 1.0, space, privacy, ps.Geometric(mean=5), 1e-5, seed=0, accountant="prv")
+    study_ = PrivateStudy(privacy, ps.Geometric(mean=5), 1e-5, privacy_space=space, seed=0, accountant="prv")
+    assert tuner_.certificate.epsilon == study_.certificate.epsilon  # both certify 10 steps
+    config["steps"] = 764
+    with pytest.raises(CandidatePrivacyError, match="certificate assumed"):
+        tuner_.run(None)
+    received = []
+
+    def objective(trial):
+        try:
+            sigma = trial.suggest_categorical("sigma", [2.0, 4.0])
+        except BaseException:  # noqa: BLE001 - catching the refusal changes nothing
+            return 0.0
+        received.append(sigma)
+        return sigma
+
+    with pytest.raises(CandidatePrivacyError, match="certificate assumed"):
+        study_.optimize(objective)
+    assert received == []  # stopped at the suggestion, before the objective saw the candidate
+
+
+def test_the_reproducer_of_an_under_certified_study_is_refused_before_any_trial():
+    privacy = lambda p: ps.Gaussian(p["sigma"]).compose(p.get("steps", 10))  # noqa: E731
+    received = []
+    with pytest.raises(ValueError, match="'steps', which is not declared"):
+        PrivateStudy(privacy=privacy, k=ps.Geometric(mean=5), delta=1e-5,
+                     privacy_space={"sigma": Choice([2.0, 4.0])}).optimize(_steps_objective(received))
+    assert received == []
+    # declared, it is certified for what runs: the same objective is accepted and the certificate covers steps
+    declared = PrivateStudy(lambda p: ps.Gaussian(p["sigma"]).compose(p["steps"]), ps.Geometric(mean=5), 1e-5,
+                            privacy_space={"sigma": Choice([2.0, 4.0]), "steps": Choice([10, 100])}, seed=1,
+                            accountant="prv")
+    result = declared.optimize(lambda t: -t.suggest_categorical("sigma", [2.0, 4.0])
+                               * t.suggest_categorical("steps", [10, 100]))
+    assert result.best_params["steps"] in (10, 100)
+    assert declared.certificate.epsilon > ps.certify(ps.Gaussian(2.0).compose(10), ps.Geometric(mean=5), 1e-5,
+                                                     accountant="prv").epsilon
+
+
+# -- (h) the released trial carries no time ---------------------------------------------------------------------
+
+
+def test_the_released_trial_carries_constants_only_outside_the_winner():
+    def slow(trial):
+        x = trial.suggest_float("x", 0, 1)
+        time.sleep(0.002)
+        return x
+
+    trials = [PrivateStudy(ps.Gaussian(2.0), ps.Geometric(mean=m), DELTA, seed=s, accountant="prv").optimize(slow)
+              .best_trial for m, s in ((2, 1), (40, 2))]
+    for trial in trials:
+        assert trial.datetime_start == trial.datetime_complete == datetime.datetime(1970, 1, 1)  # documented
+        assert trial.duration == datetime.timedelta(0)
+        assert (trial.number, trial._trial_id, trial.system_attrs, trial.intermediate_values) == (-1, -1, {}, {})
+        assert trial.state == optuna.trial.TrialState.COMPLETE and trial.values == [trial.value]
+        assert set(trial.params) == set(trial.distributions) == {"x"} and trial.user_attrs == {}
+    assert trials[0].params != trials[1].params  # the winner differs; nothing else does
+
+
+# -- (i) logging above CRITICAL, in the driver and in the workers ----------------------------------------------
+
+
+class _Collect(logging.Handler):
+    def __init__(self):
+        super().__init__(level=0)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def _logs_high(params, data, rng):
+    for level in (51, 1000, sys.maxsize):
+        logging.getLogger("attack.high").log(level, f"{MARK}run value {params['x']}")
+    return params["x"]
+
+
+def _logs_high_to_a_file(params, data, rng):
+    logger = logging.getLogger("attack.high.worker")
+    if not logger.handlers:  # a handler configured in the worker (e.g. at import of the trainer's module)
+        logger.addHandler(logging.FileHandler(data))
+    return _logs_high(params, data, rng)
+
+
+def test_log_records_above_critical_are_dropped_in_the_driver_and_in_workers(tmp_path):
+    handler = _Collect()
+    logger = logging.getLogger("attack.high")
+    logger.addHandler(handler)
+    try:
+        PrivateTuner(_logs_high, {"x": Uniform(0, 1)}, ps.Gaussian(2.0), K, DELTA, seed=1, backend="sequential",
+                     accountant="prv").run(None)
+    finally:
+        logger.removeHandler(handler)
+    assert handler.messages == []
+    log_file = tmp_path / "worker.log"
+    PrivateTuner(_logs_high_to_a_file, {"x": Uniform(0, 1)}, ps.Gaussian(2.0), ps.Geometric(mean=6), DELTA, seed=1,
+                 backend="loky", n_jobs=2, accountant="prv").run(str(log_file))
+    assert not log_file.exists() or MARK not in log_file.read_text()
+
+
+# -- (j) no raw data left behind after a hard kill ---------------------------------------------------------------
+
+
+KILLED_RUN = """
+import sys, time
+import numpy as np
+import privselect as ps
+from privselect.space import Uniform
+
+canary, started = sys.argv[1].encode(), sys.argv[2]
+data = np.frombuffer((canary * (4_000_000 // len(canary)))[:4_000_000], dtype=np.uint8).copy()
+
+def train(params, data, rng):
+    open(started, "a").close()
+    time.sleep(0.2)
+    return float(params["x"] + data[:1].sum() * 0)
+
+ps.PrivateTuner(train, {"x": Uniform(0, 1)}, ps.Gaussian(5.0), ps.Geometric(mean=2000), 1e-5, n_jobs=2,
+                backend="loky", accountant="prv").run(data)
+"""
+
+
+def test_a_hard_kill_mid_run_leaves_no_copy_of_the_data_in_dev_shm_or_the_temp_folder(tmp_path):
+    canary = f"PRIVSELECT-CANARY-{os.getpid()}-{time.time_ns()}-".encode()
+    temp, started = tmp_path / "tmp", tmp_path / "started"
+    temp.mkdir()
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(root)}
+    env.pop("JOBLIB_TEMP_FOLDER", None)
+    since = time.time() - 1
+    process = subprocess.Popen([sys.executable, "-c", KILLED_RUN, canary.decode(), str(started)], env=env,
+                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists(), "the runs never started"
+        time.sleep(1.0)  # several runs in both workers
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)  # the driver, its loky workers and loky's resource tracker
+        process.wait()
+    time.sleep(0.5)
+    shm = Path("/dev/shm")
+    roots = [temp] + ([shm] if shm.is_dir() else [])
+    try:
+        assert files_holding(roots, canary, since) == []
+    finally:  # what the killed processes left in /dev/shm (loky's semaphores, empty folders): named by the pid
+        for leftover in [*shm.glob(f"joblib_memmapping_folder_{process.pid}_*"), *shm.glob(f"sem.loky-{process.pid}-*")]:
+            shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()

@@ -238,3 +238,29 @@ def test_threading_backend_gives_the_sequential_winner():
     a = study(seed=6).optimize(objective)
     b = study(seed=6, n_jobs=2, backend="threading").optimize(objective)
     assert (a.best_params, a.best_value) == (b.best_params, b.best_value)
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+def test_optuna_habits_get_errors_that_say_why_and_what_instead():
+    s = study()
+    pytest.importorskip("matplotlib")  # the plot extra (plotly, for optuna.visualization itself, is not a dependency)
+    from optuna.visualization import matplotlib as plots
+
+    for plot in (plots.plot_optimization_history, plots.plot_param_importances, plots.plot_slice):
+        with pytest.raises((TypeError, AttributeError), match="keeps no trials by design.*result.best_trial"):
+            plot(s)
+    with pytest.raises(AttributeError, match="keeps no trials by design"):
+        s.trials_dataframe()
+    with pytest.raises(PrivateStudyError, match="pruner= is refused: pruning is disabled.*Remove pruner="):
+        study(pruner=optuna.pruners.MedianPruner())
+    with pytest.raises(PrivateStudyError, match="directions= with 2 objectives.*ONE score.*direction='maximize'"):
+        study(directions=["maximize", "minimize"])
+    assert study(directions=["minimize"]).direction == "minimize"
+    assert study(pruner=optuna.pruners.NopPruner()).direction == "maximize"  # no pruning asked: nothing to refuse
+    with pytest.raises(PrivateStudyError, match=r"n_jobs=: parallelism is a constructor option here: "
+                                                r"PrivateStudy\(\.\.\., n_jobs=4, backend='loky'\)"):
+        s.optimize(objective, n_jobs=2)
+    with pytest.raises(PrivateStudyError, match=r"show_progress_bar=: .*PrivateStudy\(\.\.\., progress=True\).*K"):
+        s.optimize(objective, show_progress_bar=True)
+    with pytest.raises(PrivateStudyError, match="callbacks=: callbacks would see every trial"):
+        s.optimize(objective, callbacks=[print])

@@ -23,6 +23,7 @@ import datetime
 import fractions
 import io
 import logging
+import math
 import os
 import pickle
 import shutil
@@ -751,3 +752,23 @@ def test_a_hard_kill_mid_run_leaves_no_copy_of_the_data_in_dev_shm_or_the_temp_f
     finally:  # what the killed processes left in /dev/shm (loky's semaphores, empty folders): named by the pid
         for leftover in [*shm.glob(f"joblib_memmapping_folder_{process.pid}_*"), *shm.glob(f"sem.loky-{process.pid}-*")]:
             shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+
+
+# -- (k) the empirical audit of the whole tuner --------------------------------------------------------------
+
+
+def test_a_full_tuner_distinguishing_test_stays_below_the_certificate():
+    """The real PrivateTuner with PureDP(1) randomized-response runs on D = {1} vs D' = {0}: the
+    Clopper-Pearson lower bound on epsilon distinguishes D from D' (it is well above 0) and stays
+    below the exact epsilon of the released winner, which is below the certificate (KRW Thm 3: 3 eps)."""
+    from experiments.audit import audit_full_tuner
+
+    delta, means = 1e-3, (10, 50)
+    rows = audit_full_tuner(1000, delta, seed=2024, means=means)
+    keep = math.e / (1 + math.e)
+    for row, mean in zip(rows, means):
+        pgf = lambda s: s / mean / (1 - (1 - 1 / mean) * s)  # noqa: E731 - E[s^K], K ~ Geometric on {1, 2, ...}
+        zero_d, zero_d2 = pgf(1 - keep), pgf(keep)  # P[winner = 0] on D and on D'
+        exact = max(math.log((zero_d2 - delta) / zero_d), math.log((1 - zero_d - delta) / (1 - zero_d2)))
+        assert row["eps_exact"] == pytest.approx(exact, rel=1e-9)
+        assert 0.5 < row["eps_lower"] <= row["eps_exact"] < row["eps_certified"] <= 3.0 + 1e-9

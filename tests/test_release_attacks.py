@@ -18,7 +18,6 @@
 """
 
 import asyncio
-import dataclasses
 import datetime
 import fractions
 import io
@@ -26,9 +25,7 @@ import logging
 import math
 import os
 import pickle
-import shutil
 import signal
-import subprocess
 import sys
 import time
 import warnings
@@ -45,8 +42,9 @@ from privselect.errors import CandidatePrivacyError, WorkerLossError
 from privselect.integrations.optuna import PrivateStudy, PrivateStudyError
 from privselect.space import Choice, LogUniform, Uniform
 from privselect.tuning import AllRunsFailedError, PrivateTuner, RandomnessLeakError
-from privselect.tuning.backends import SequentialBackend, register_backend
-from tests.support.leaks import files_holding, traceback_leaks
+from privselect.tuning.backends import register_backend
+from tests.support.leaks import (CollectingHandler, LossyBackend, files_holding, kill_tuner_mid_run,
+                                 remove_leftovers, traceback_leaks)
 
 NOISE, RATE, EPOCHS = 1.0, 0.1, 2
 CLASSES = tuple(range(10))
@@ -494,28 +492,8 @@ def test_a_study_stopped_by_a_usage_error_carries_no_run_data_in_its_frames():
     assert traceback_leaks(info.value, k=None, floats=floats, markers=(SECRET_OUTPUT,), skip_files=(THIS_FILE,)) == []
 
 
-class _LostWorker(Exception):
-    pass
-
-
-@dataclasses.dataclass(frozen=True)
-class _LossyBackend(SequentialBackend):
-    """Completes two runs per round, then reports a lost worker (as loky's BrokenProcessPool would)."""
-
-    name: str = "test-lossy"
-
-    def imap_unordered(self, function, shared, tasks, n_jobs):
-        for count, task in enumerate(tasks):
-            if count == 2:
-                raise _LostWorker()
-            yield function(*shared, *task)
-
-    def worker_loss_errors(self):
-        return (_LostWorker,)
-
-
 def test_worker_loss_error_carries_no_run_data_in_its_frames():
-    register_backend(_LossyBackend())
+    register_backend(LossyBackend())
     recorder = Recorder(lambda r, params, score: (score, SECRET_OUTPUT))
     with pytest.raises(WorkerLossError) as info:
         PrivateTuner(recorder, {"x": Uniform(0, 1)}, ps.Gaussian(2.0), LONG_K, DELTA, backend="test-lossy", n_jobs=2,
@@ -665,15 +643,6 @@ def test_the_released_trial_carries_constants_only_outside_the_winner():
 # -- (i) logging above CRITICAL, in the driver and in the workers ----------------------------------------------
 
 
-class _Collect(logging.Handler):
-    def __init__(self):
-        super().__init__(level=0)
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
 def _logs_high(params, data, rng):
     for level in (51, 1000, sys.maxsize):
         logging.getLogger("attack.high").log(level, f"{MARK}run value {params['x']}")
@@ -688,7 +657,7 @@ def _logs_high_to_a_file(params, data, rng):
 
 
 def test_log_records_above_critical_are_dropped_in_the_driver_and_in_workers(tmp_path):
-    handler = _Collect()
+    handler = CollectingHandler()
     logger = logging.getLogger("attack.high")
     logger.addHandler(handler)
     try:
@@ -706,52 +675,15 @@ def test_log_records_above_critical_are_dropped_in_the_driver_and_in_workers(tmp
 # -- (j) no raw data left behind after a hard kill ---------------------------------------------------------------
 
 
-KILLED_RUN = """
-import sys, time
-import numpy as np
-import privselect as ps
-from privselect.space import Uniform
-
-canary, started = sys.argv[1].encode(), sys.argv[2]
-data = np.frombuffer((canary * (4_000_000 // len(canary)))[:4_000_000], dtype=np.uint8).copy()
-
-def train(params, data, rng):
-    open(started, "a").close()
-    time.sleep(0.2)
-    return float(params["x"] + data[:1].sum() * 0)
-
-ps.PrivateTuner(train, {"x": Uniform(0, 1)}, ps.Gaussian(5.0), ps.Geometric(mean=2000), 1e-5, n_jobs=2,
-                backend="loky", accountant="prv").run(data)
-"""
-
-
 def test_a_hard_kill_mid_run_leaves_no_copy_of_the_data_in_dev_shm_or_the_temp_folder(tmp_path):
     canary = f"PRIVSELECT-CANARY-{os.getpid()}-{time.time_ns()}-".encode()
-    temp, started = tmp_path / "tmp", tmp_path / "started"
-    temp.mkdir()
-    root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(root)}
-    env.pop("JOBLIB_TEMP_FOLDER", None)
     since = time.time() - 1
-    process = subprocess.Popen([sys.executable, "-c", KILLED_RUN, canary.decode(), str(started)], env=env,
-                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while not started.exists() and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert started.exists(), "the runs never started"
-        time.sleep(1.0)  # several runs in both workers
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)  # the driver, its loky workers and loky's resource tracker
-        process.wait()
-    time.sleep(0.5)
+    temp = kill_tuner_mid_run(canary, tmp_path, root=Path(__file__).resolve().parents[1])
     shm = Path("/dev/shm")
-    roots = [temp] + ([shm] if shm.is_dir() else [])
     try:
-        assert files_holding(roots, canary, since) == []
-    finally:  # what the killed processes left in /dev/shm (loky's semaphores, empty folders): named by the pid
-        for leftover in [*shm.glob(f"joblib_memmapping_folder_{process.pid}_*"), *shm.glob(f"sem.loky-{process.pid}-*")]:
-            shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+        assert files_holding([temp] + ([shm] if shm.is_dir() else []), canary, since) == []
+    finally:
+        remove_leftovers(shm, temp)
 
 
 # -- (k) the empirical audit of the whole tuner --------------------------------------------------------------

@@ -135,7 +135,7 @@ _NO_TRIALS = ("a PrivateStudy keeps no trials by design: only the winner leaves 
               "publish every trial's value, which the certificate does not cover")
 _STUDY_API = frozenset({"trials", "get_trials", "best_trials", "trials_dataframe", "metric_names", "set_metric_names",
                         "directions", "_is_multi_objective", "user_attrs", "system_attrs", "add_trial", "add_trials",
-                        "enqueue_trial", "tell", "ask", "stop", "_storage", "_study_id", "get_trials"})
+                        "enqueue_trial", "tell", "ask", "stop", "_storage", "_study_id"})
 _OPTIMIZE_OPTIONS = {
     "n_jobs": "parallelism is a constructor option here: PrivateStudy(..., n_jobs=4, backend='loky') (K and every "
               "trial's seeds are fixed before any trial, so the winner does not depend on it)",

@@ -6,21 +6,32 @@ Used by ``tests/test_release_attacks.py``.
   its ``__cause__`` / ``__context__`` chain, frame by frame through ``f_locals`` (as Sentry or
   loguru's ``diagnose`` do), descending into containers, dataclasses and privselect objects,
   and also renders it with ``traceback.TracebackException(capture_locals=True)``;
-* [`files_holding`][tests.support.leaks.files_holding] searches a folder tree for files holding a byte string.
+* [`files_holding`][tests.support.leaks.files_holding] searches a folder tree for files holding a byte string;
+  [`kill_tuner_mid_run`][tests.support.leaks.kill_tuner_mid_run] SIGKILLs a loky tuner's process group mid-run;
+* a backend that keeps losing workers, and a logging handler that collects messages.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 
-__all__ = ["traceback_leaks", "files_holding", "SEED_TYPES"]
+from privselect.tuning.backends import SequentialBackend
+
+__all__ = ["traceback_leaks", "files_holding", "SEED_TYPES", "LossyBackend", "CollectingHandler", "kill_tuner_mid_run",
+           "remove_leftovers"]
 
 SEED_TYPES = (np.random.SeedSequence, np.random.bit_generator.SeedlessSeedSequence, np.random.Generator,
               np.random.BitGenerator, np.random.RandomState)
@@ -135,3 +146,87 @@ def files_holding(roots: Iterable[Path], needle: bytes, newer_than: float, max_b
                 except OSError:
                     continue
     return hits
+
+
+class LostWorker(Exception):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class LossyBackend(SequentialBackend):
+    """Completes two runs per round, then reports a lost worker (as loky's BrokenProcessPool would)."""
+
+    name: str = "test-lossy"
+
+    def imap_unordered(self, function, shared, tasks, n_jobs):
+        for count, task in enumerate(tasks):
+            if count == 2:
+                raise LostWorker()
+            yield function(*shared, *task)
+
+    def worker_loss_errors(self):
+        return (LostWorker,)
+
+
+class CollectingHandler(logging.Handler):
+    def __init__(self):
+        super().__init__(level=0)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+KILLED_RUN = """
+import sys, time
+import numpy as np
+import privselect as ps
+from privselect.space import Uniform
+
+canary, started = sys.argv[1].encode(), sys.argv[2]
+data = np.frombuffer((canary * (4_000_000 // len(canary)))[:4_000_000], dtype=np.uint8).copy()
+
+def train(params, data, rng):
+    open(started, "a").close()
+    time.sleep(0.2)
+    return float(params["x"] + data[:1].sum() * 0)
+
+ps.PrivateTuner(train, {"x": Uniform(0, 1)}, ps.Gaussian(5.0), ps.Geometric(mean=2000), 1e-5, n_jobs=2,
+                backend="loky", accountant="prv").run(data)
+"""
+
+
+def kill_tuner_mid_run(canary: bytes, workdir: Path, root: Path) -> Path:
+    """Run a loky tuner on data holding ``canary`` in a subprocess (``$TMPDIR`` under ``workdir``),
+    SIGKILL its whole process group (driver, workers, resource tracker) mid-run; return the TMPDIR."""
+    temp, started = workdir / "tmp", workdir / "started"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(root)}
+    env.pop("JOBLIB_TEMP_FOLDER", None)
+    process = subprocess.Popen([sys.executable, "-c", KILLED_RUN, canary.decode(), str(started)], env=env,
+                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not started.exists():
+            raise AssertionError("the runs never started")
+        time.sleep(1.0)  # several runs in both workers
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    time.sleep(0.5)
+    KILLED_PIDS.append(process.pid)
+    return temp
+
+
+KILLED_PIDS: list[int] = []
+
+
+def remove_leftovers(shm: Path, temp: Path) -> None:
+    """Delete what the killed drivers left in /dev/shm (loky's semaphores, joblib's folders: named by pid)."""
+    while KILLED_PIDS:
+        pid = KILLED_PIDS.pop()
+        for leftover in [*shm.glob(f"joblib_memmapping_folder_{pid}_*"), *shm.glob(f"sem.loky-{pid}-*")]:
+            shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+    shutil.rmtree(temp, ignore_errors=True)

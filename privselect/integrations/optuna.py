@@ -194,6 +194,7 @@ class PrivateTrial:
         self._distributions: dict[str, Any] = {}
         self._user_attrs: dict[str, Any] = {}
         self.refusal: BaseException | None = None  # the first rule the objective broke (stops the study)
+        self._privacy_checked = False
 
     def _refuse(self, error: BaseException):
         if self.refusal is None:
@@ -213,10 +214,12 @@ class PrivateTrial:
                                               f"{declared!r}: they must be the same law"))
         value = adaptive_call() if self._trial is not None else law.sample(self._params_rng)
         self._params[name], self._distributions[name] = value, optuna_distribution
-        if self._check is not None:  # before the objective sees the value
+        if self._check is not None and not self._privacy_checked:  # before the objective sees the value
             problem = self._check.problem(self._params, complete=False)
             if problem is not None:
                 self._refuse(CandidatePrivacyError(problem))
+            # once the privacy is determined, later suggestions cannot change it (each read name is fixed)
+            self._privacy_checked = self._check.actual(self._params, complete=False) is not None
         return value
 
     def suggest_float(self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False):

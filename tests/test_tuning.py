@@ -1,5 +1,6 @@
 """PrivateTuner: release rules, leak tests, reproducibility across backends, K's distribution."""
 
+import asyncio
 import json
 import logging
 import math
@@ -420,3 +421,23 @@ def test_only_the_hyperparameters_privacy_reads_are_enumerated():
         {2.0: 0.5, 1.0: 1 / 6, 3.0: 1 / 6, 5.0: 1 / 6})
     with pytest.raises(ValueError, match="batch"):
         privacy_law(space, lambda p: ps.Gaussian(1.0 + p["batch"] * 1e-7))
+
+
+def test_exceptions_from_outside_the_runs_leave_as_clean_copies():
+    from privselect.tuning.engine import clean_copy, released
+
+    def exits(code):
+        raise SystemExit(code)
+
+    for code, expected in ((None, None), (3, 3), ("secret 0.731", 1)):
+        with pytest.raises(SystemExit) as info:
+            released(exits, code)
+        assert info.value.code == expected and info.value.__context__ is None
+    # a trainer's exception never leaves; one raised by other code (a user split) keeps only its type
+    def split(data, keep):
+        raise KeyError(f"SECRET {data[0]}")
+    with pytest.raises(RuntimeError, match="builtins.KeyError, raised outside the runs") as info:
+        tuner(tuning_rate=0.5, split=split, seed=1, accountant="prv").run(np.arange(10.0))
+    assert "SECRET" not in str(info.value) and info.value.__context__ is None
+    assert isinstance(clean_copy(asyncio.CancelledError("SECRET")), asyncio.CancelledError)
+    assert clean_copy(asyncio.CancelledError("SECRET")).args == ()

@@ -41,7 +41,7 @@ from privselect.apps.dpsgd import DPSGDClassifier, dpsgd_steps, make_dpsgd_train
 from privselect.errors import CandidatePrivacyError, WorkerLossError
 from privselect.integrations.optuna import PrivateStudy, PrivateStudyError
 from privselect.space import Choice, LogUniform, Uniform
-from privselect.tuning import AllRunsFailedError, PrivateTuner, RandomnessLeakError
+from privselect.tuning import AllRunsFailedError, PrivateTuner, RandomnessLeakError, TrainerContractError
 from privselect.tuning.backends import register_backend
 from tests.support.leaks import (CollectingHandler, LossyBackend, files_holding, kill_tuner_mid_run,
                                  remove_leftovers, traceback_leaks)
@@ -477,19 +477,31 @@ def test_exceptions_leaving_the_tuner_carry_no_run_data_in_their_frames(behaviou
     assert info.value.__cause__ is None and info.value.__context__ is None
 
 
-def test_a_study_stopped_by_a_usage_error_carries_no_run_data_in_its_frames():
+def _prunes(trial, x):
+    trial.report(x, 0)  # pruning: a usage error that stops the study mid-run
+
+
+def _suggests_another_law(trial, x):
+    trial.suggest_categorical("sigma", [2.0, 8.0])  # privacy_space declares Choice([2.0, 4.0])
+
+
+@pytest.mark.parametrize("misuse, error", [(_prunes, PrivateStudyError), (_suggests_another_law, TrainerContractError)])
+def test_a_study_stopped_by_a_usage_error_carries_no_run_data_in_its_frames(misuse, error):
     floats = set()
 
     def objective(trial):
         x = trial.suggest_float("x", 0, 1)
         floats.add(x)
         if len(floats) == 7:
-            trial.report(x, 0)  # pruning: a usage error that stops the study mid-run
-        return x, SECRET_OUTPUT
+            misuse(trial, x)
+        return x + trial.suggest_categorical("sigma", [2.0, 4.0]), SECRET_OUTPUT
 
-    with pytest.raises(PrivateStudyError, match="pruning is disabled") as info:
-        PrivateStudy(ps.Gaussian(2.0), LONG_K, DELTA, accountant="prv").optimize(objective)
+    with pytest.raises(error) as info:
+        PrivateStudy(lambda p: ps.Gaussian(p["sigma"]), LONG_K, DELTA, privacy_space={"sigma": Choice([2.0, 4.0])},
+                     accountant="prv").optimize(objective)
+    assert len(floats) == 7
     assert traceback_leaks(info.value, k=None, floats=floats, markers=(SECRET_OUTPUT,), skip_files=(THIS_FILE,)) == []
+    assert info.value.__cause__ is None and info.value.__context__ is None
 
 
 def test_worker_loss_error_carries_no_run_data_in_its_frames():

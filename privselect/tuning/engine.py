@@ -72,8 +72,8 @@ from .backends import MAX_REEXECUTIONS, Backend, WorkerLossError, get_backend
 from .guard import RELEASE_MODES, guard_release
 
 __all__ = ["AllRunsFailedError", "TrainerContractError", "WorkerLossError", "RunSeeds", "RunTask", "RunOutcome",
-           "SelectionPlan", "Selected", "StopSelection", "run_selection", "released", "dry_run", "split_return",
-           "silenced", "OPERATOR_EXCEPTIONS"]
+           "SelectionPlan", "Selected", "StopSelection", "run_selection", "released", "clean_copy", "dry_run",
+           "split_return", "silenced", "OPERATOR_EXCEPTIONS"]
 
 OPERATOR_EXCEPTIONS = (KeyboardInterrupt, SystemExit)
 """The only exceptions from inside a run that stop the selection: the operator's (they come from outside the runs)."""

@@ -231,8 +231,10 @@ class Probe(Mapping):
         return self[name]
 
     def __contains__(self, name: object) -> bool:
-        self[name]  # type: ignore[index] - refuses an undeclared name; a declared one is always present
-        return True
+        if isinstance(name, str) and name in self._names:
+            return True  # a declared hyperparameter is always present (its value is not read)
+        self[name]  # type: ignore[index] - refuses the undeclared name
+        return True  # pragma: no cover - the line above raises
 
     def __iter__(self) -> Iterator[str]:
         self._refuse(UndeclaredAccess(_ITERATION))

@@ -12,7 +12,12 @@ empirical LOWER bound on epsilon(delta); the certificate is an UPPER bound. Ever
   synthetic Gaussian base whose profile is exact, for geometric, binomial and Poisson K;
 * a deliberately broken tuner that also releases the non-winning scores: the auditor must
   find ``lower > certified`` (power);
-* the real ``PrivateTuner`` code path through the non-vectorised interface.
+* the real ``PrivateTuner`` code path through the non-vectorised interface;
+* a full-tuner distinguishing test: the real ``PrivateTuner`` (engine, seeds, release) with
+  randomized-response runs, each exactly ``PureDP(1)``, on D = {1} and D' = {0}, for
+  K ~ Geometric(10) and Geometric(50). The released best score is a bit, so the exact epsilon
+  of the whole tuner is known in closed form (``full_tuner_exact_epsilon``): the audit's lower
+  bound must lie below it, and both below the certificate.
 
     python -m experiments.audit [--quick]        (full: ~2-4 min on one core)
 
@@ -176,19 +181,68 @@ def audit_real_tuner(n, seed):
     return rows
 
 
+def randomized_response_trainer(epsilon: float):
+    """One run is exactly ``PureDP(epsilon)``: the record's bit, kept with probability e^eps / (1 + e^eps)."""
+    keep = math.exp(epsilon) / (1.0 + math.exp(epsilon))
+
+    def train(params, data, rng):
+        bit = float(data[0])
+        return bit if rng.random() < keep else 1.0 - bit
+
+    return train
+
+
+def full_tuner_exact_epsilon(k, epsilon: float, delta: float) -> float:
+    """Exact epsilon(delta) of best-of-K randomized response on D = {1} vs D' = {0}.
+
+    The winner's score is 0 only if every run output 0: P_D[0] = E[q^K], P_D'[0] = E[p^K] with
+    p = e^eps / (1 + e^eps), q = 1 - p. For a two-point output the hockey-stick divergence is
+    max(P_D'[0] - e^eps' P_D[0], P_D[1] - e^eps' P_D'[1]), so eps'(delta) is the larger log-ratio
+    after taking delta off the larger side (both directions).
+    """
+    p = math.exp(epsilon) / (1.0 + math.exp(epsilon))
+    ks = np.arange(k.min_k, 200_000)
+    pmf = k.pmf(ks)
+    zero_d, zero_d2 = float(np.sum(pmf * (1 - p) ** ks)), float(np.sum(pmf * p ** ks))
+    pairs = [(zero_d2, zero_d), (1 - zero_d, 1 - zero_d2), (zero_d, zero_d2), (1 - zero_d2, 1 - zero_d)]
+    return max(0.0, *(math.log((a - delta) / b) for a, b in pairs if a > delta))
+
+
+FULL_TUNER_MEANS = (10, 50)
+
+
+def audit_full_tuner(n, delta, seed, means=FULL_TUNER_MEANS, epsilon: float = 1.0):
+    """The real PrivateTuner end to end (seeds drawn by the auditor's generator), randomized-response runs."""
+    rows = []
+    for mean in means:
+        k = ps.Geometric(mean=mean)
+        tuner = ps.PrivateTuner(randomized_response_trainer(epsilon), {"j": ps.space.Choice([0])},
+                                ps.PureDP(epsilon), k, delta, backend="sequential")
+
+        def run_once(data, rng, tuner=tuner):
+            tuner.seed = int(rng.integers(2**63))
+            return tuner.run(np.asarray(data)).best_score
+
+        r = A.audit(run_once, [1.0], [0.0], delta=delta, thresholds=[0.5], n_samples=n, seed=seed,
+                    confidence=CONFIDENCE)
+        rows.append(_row("full_tuner", f"PrivateTuner, K ~ geometric({mean}), PureDP({epsilon}) randomized response",
+                         repr(k), r, tuner.certificate.epsilon, full_tuner_exact_epsilon(k, epsilon, delta)))
+    return rows
+
+
 def run(quick: bool = False, out_dir=None) -> dict:
     started = time.perf_counter()
     seed = 2024
     if quick:
         rows = (audit_gaussian([10**4, 10**5], [1.0], [1e-2], seed) + audit_rnm(10**5, [1.0], 1e-2, seed)
                 + audit_tuner(10**5, [1.0], [1e-2], seed) + audit_broken_tuner(2 * 10**5, 1e-2, seed)
-                + audit_real_tuner(1000, seed))
+                + audit_real_tuner(1000, seed) + audit_full_tuner(1000, 1e-3, seed))
     else:
         rows = (audit_gaussian([10**4, 10**5, 10**6, 10**7], [0.5, 1.0, 2.0], [1e-2, 1e-3], seed)
                 + audit_rnm(10**6, [0.5, 1.0, 2.0], 1e-2, seed)
                 + audit_tuner(10**6, [1.0, 2.0], [1e-2, 1e-3], seed)
                 + audit_broken_tuner(10**6, 1e-2, seed)
-                + audit_real_tuner(3000, seed))
+                + audit_real_tuner(3000, seed) + audit_full_tuner(10_000, 1e-3, seed))
     path = _results_dir(quick, out_dir) / f"{NAME}.csv"
     columns = list(rows[0])
     with open(path, "w") as fh:

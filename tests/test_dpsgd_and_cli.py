@@ -60,6 +60,8 @@ def test_make_dpsgd_trainer_refuses_privacy_hyperparameters_in_the_space():
     tuner = ps.PrivateTuner(train, {"noise_multiplier": Choice([0.5, 1.0])}, ps.Gaussian(1.0), ps.Geometric(mean=2),
                             1e-5, seed=0)
     with pytest.raises(TrainerContractError, match="noise_multiplier and sampling_rate set the privacy"):
+        tuner.dry_run(data)
+    with pytest.raises(ps.AllRunsFailedError, match="dry_run"):  # inside a certified run it scores worst
         tuner.run(data)
 
 

@@ -176,13 +176,17 @@ def test_trial_number_counts_the_runs():
     assert isinstance(PrivateTrial(3, np.random.default_rng(0), np.random.default_rng(1)).number, int)
 
 
-def test_trial_pruned_is_handled_like_report():
+def test_trial_pruned_scores_worst_in_a_run_and_is_reported_by_dry_run():
     def prunes(trial):
-        trial.suggest_float("x", 0, 1)
-        raise optuna.TrialPruned()
+        x = trial.suggest_float("x", 0, 1)
+        if x > 0.5:  # whether a trial prunes depends on its values: it scores worst instead of stopping the study
+            raise optuna.TrialPruned()
+        return x
 
+    result = PrivateStudy(BASE, ps.Geometric(mean=20), 1e-6, accountant="exact", seed=3).optimize(prunes)
+    assert result.best_value <= 0.5
     with pytest.raises(PrivateStudyError, match=r"raise optuna.TrialPruned\(\) was called: pruning is disabled"):
-        study().optimize(prunes)
+        study().dry_run(lambda trial: (_ for _ in ()).throw(optuna.TrialPruned()))
 
 
 def test_study_direction_values_are_accepted():
@@ -200,6 +204,8 @@ def test_objective_signature_and_return_are_checked():
     with pytest.raises(TrainerContractError, match="1 positional argument"):
         study().optimize(lambda trial, data: 1.0)
     with pytest.raises(TrainerContractError, match="3-tuple"):
+        study().dry_run(lambda trial: (trial.suggest_float("x", 0, 1), None, None))
+    with pytest.raises(ps.AllRunsFailedError, match="dry_run"):  # inside a certified run: scored worst
         study().optimize(lambda trial: (trial.suggest_float("x", 0, 1), None, None))
 
 
@@ -232,3 +238,29 @@ def test_threading_backend_gives_the_sequential_winner():
     a = study(seed=6).optimize(objective)
     b = study(seed=6, n_jobs=2, backend="threading").optimize(objective)
     assert (a.best_params, a.best_value) == (b.best_params, b.best_value)
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+def test_optuna_habits_get_errors_that_say_why_and_what_instead():
+    s = study()
+    pytest.importorskip("matplotlib")  # the plot extra (plotly, for optuna.visualization itself, is not a dependency)
+    from optuna.visualization import matplotlib as plots
+
+    for plot in (plots.plot_optimization_history, plots.plot_param_importances, plots.plot_slice):
+        with pytest.raises((TypeError, AttributeError), match="keeps no trials by design.*result.best_trial"):
+            plot(s)
+    with pytest.raises(AttributeError, match="keeps no trials by design"):
+        s.trials_dataframe()
+    with pytest.raises(PrivateStudyError, match="pruner= is refused: pruning is disabled.*Remove pruner="):
+        study(pruner=optuna.pruners.MedianPruner())
+    with pytest.raises(PrivateStudyError, match="directions= with 2 objectives.*ONE score.*direction='maximize'"):
+        study(directions=["maximize", "minimize"])
+    assert study(directions=["minimize"]).direction == "minimize"
+    assert study(pruner=optuna.pruners.NopPruner()).direction == "maximize"  # no pruning asked: nothing to refuse
+    with pytest.raises(PrivateStudyError, match=r"n_jobs=: parallelism is a constructor option here: "
+                                                r"PrivateStudy\(\.\.\., n_jobs=4, backend='loky'\)"):
+        s.optimize(objective, n_jobs=2)
+    with pytest.raises(PrivateStudyError, match=r"show_progress_bar=: .*PrivateStudy\(\.\.\., progress=True\).*K"):
+        s.optimize(objective, show_progress_bar=True)
+    with pytest.raises(PrivateStudyError, match="callbacks=: callbacks would see every trial"):
+        s.optimize(objective, callbacks=[print])

@@ -1,4 +1,4 @@
-"""Attacks on what leaves the tuner, run against the real PrivateTuner and PrivateStudy (issue 13).
+"""Attacks on what leaves the tuner, run against the real PrivateTuner and PrivateStudy.
 
 (a) noise recovery: privselect 0.1 released the run's Generator inside the model; PCG64 steps
     backwards, so the run's starting state is recovered and retraining on D reproduces the
@@ -7,23 +7,44 @@
 (b) label set: the released model's shape and classes_ do not depend on a lone record's class.
 (c) channels: warnings, stdout, stderr and logging carry no trainer text and no per-run lines.
 (d) leaky output: a user trainer that keeps its generator is refused (or stripped), naming the path.
+(e) traceback frames: every exception that leaves a front end (all runs failed, a refused winner, a
+    usage stop, lost workers, the operator's Ctrl-C) carries no K, seed, score, params or output in
+    any frame's locals, walked directly and through TracebackException(capture_locals=True).
+(f) every run ends as a score: a float overflow or a BaseException on D only changes the scores.
+(g) certified is what runs: the probe refuses undeclared names however they are read; a candidate
+    whose privacy differs from the certified one stops the selection before it trains.
+(h) the released FrozenTrial carries no time. (i) log records above CRITICAL are dropped.
+(j) a SIGKILL of the driver and its workers mid-run leaves no copy of the data on disk.
 """
 
+import asyncio
+import datetime
+import fractions
 import io
 import logging
+import math
+import os
 import pickle
+import signal
 import sys
+import time
 import warnings
+from pathlib import Path
 
 import numpy as np
+import optuna
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import privselect as ps
 from privselect.apps.dpsgd import DPSGDClassifier, dpsgd_steps, make_dpsgd_trainer
-from privselect.integrations.optuna import PrivateStudy
-from privselect.tuning.space import Choice, LogUniform
-from privselect.tuning import AllRunsFailedError, PrivateTuner, RandomnessLeakError
+from privselect.errors import CandidatePrivacyError, WorkerLossError
+from privselect.integrations.optuna import PrivateStudy, PrivateStudyError
+from privselect.tuning.space import Choice, LogUniform, Uniform
+from privselect.tuning import AllRunsFailedError, PrivateTuner, RandomnessLeakError, TrainerContractError
+from privselect.tuning.backends import register_backend
+from tests.support.leaks import (CollectingHandler, LossyBackend, files_holding, kill_tuner_mid_run,
+                                 remove_leftovers, traceback_leaks)
 
 NOISE, RATE, EPOCHS = 1.0, 0.1, 2
 CLASSES = tuple(range(10))
@@ -482,3 +503,296 @@ def test_the_jax_check_reads_the_key_dtype_of_loaded_jax_and_passes_raw_uint32_k
     monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(Array=Array, dtypes=dtypes))
     leaks = find_leaks({"key": Array(typed), "raw_key": Array(np.dtype(np.uint32)), "weights": np.zeros(3)})
     assert [(leak.path, leak.what) for leak in leaks] == [("output['key']", "a JAX PRNG key array (key<fry>)")]
+
+
+# -- (f) traceback frames: no run data, K or seed in any frame an exception carries -------------------------
+
+
+THIS_FILE = __file__
+SECRET_OUTPUT = "SECRET-OUTPUT-"
+
+
+class Recorder:
+    """A trainer that records what only the tuner should know: K (its calls), scores and params."""
+
+    def __init__(self, behaviour):
+        self.behaviour, self.calls, self.floats = behaviour, 0, set()
+
+    def __call__(self, params, data, rng):
+        self.calls += 1
+        score = float(rng.uniform())
+        self.floats |= {score, float(params["x"])}
+        return self.behaviour(self, params, score)
+
+
+def _fails(recorder, params, score):
+    raise ValueError(f"{SECRET_OUTPUT}{score}")
+
+
+def _keeps_generator(recorder, params, score):
+    return score, {"note": SECRET_OUTPUT, "rng": np.random.default_rng()}
+
+
+def _operator_interrupts(recorder, params, score):
+    if recorder.calls == 5:
+        signal.raise_signal(signal.SIGINT)  # the operator's Ctrl-C, arriving inside a run
+    return score, SECRET_OUTPUT
+
+
+LONG_K = ps.Binomial(600, 0.5)  # K ~ 300 +- 12: far from every other integer in the frames, and never below 7
+
+
+@pytest.mark.parametrize("behaviour, error", [(_fails, AllRunsFailedError), (_keeps_generator, RandomnessLeakError),
+                                              (_operator_interrupts, KeyboardInterrupt)])
+def test_exceptions_leaving_the_tuner_carry_no_run_data_in_their_frames(behaviour, error):
+    recorder = Recorder(behaviour)
+    tuner_ = PrivateTuner(recorder, {"x": Uniform(0, 1)}, ps.Gaussian(2.0), LONG_K, DELTA, backend="sequential",
+                          accountant="prv")  # seed=None: fresh 128-bit entropy, the secret key
+    with pytest.raises(error) as info:
+        tuner_.run(np.zeros(3))
+    assert recorder.calls >= 5
+    interrupted = error is KeyboardInterrupt  # K is then unknown to the test: seeds, scores and outputs are checked
+    assert traceback_leaks(info.value, k=None if interrupted else recorder.calls, floats=recorder.floats,
+                           markers=(SECRET_OUTPUT,), skip_files=(THIS_FILE,)) == []
+    assert info.value.__cause__ is None and info.value.__context__ is None
+
+
+def _prunes(trial, x):
+    trial.report(x, 0)  # pruning: a usage error that stops the study mid-run
+
+
+def _suggests_another_law(trial, x):
+    trial.suggest_categorical("sigma", [2.0, 8.0])  # privacy_space declares Choice([2.0, 4.0])
+
+
+@pytest.mark.parametrize("misuse, error", [(_prunes, PrivateStudyError), (_suggests_another_law, TrainerContractError)])
+def test_a_study_stopped_by_a_usage_error_carries_no_run_data_in_its_frames(misuse, error):
+    floats = set()
+
+    def objective(trial):
+        x = trial.suggest_float("x", 0, 1)
+        floats.add(x)
+        if len(floats) == 7:
+            misuse(trial, x)
+        return x + trial.suggest_categorical("sigma", [2.0, 4.0]), SECRET_OUTPUT
+
+    with pytest.raises(error) as info:
+        PrivateStudy(lambda p: ps.Gaussian(p["sigma"]), LONG_K, DELTA, privacy_space={"sigma": Choice([2.0, 4.0])},
+                     accountant="prv").optimize(objective)
+    assert len(floats) == 7
+    assert traceback_leaks(info.value, k=None, floats=floats, markers=(SECRET_OUTPUT,), skip_files=(THIS_FILE,)) == []
+    assert info.value.__cause__ is None and info.value.__context__ is None
+
+
+def test_worker_loss_error_carries_no_run_data_in_its_frames():
+    register_backend(LossyBackend())
+    recorder = Recorder(lambda r, params, score: (score, SECRET_OUTPUT))
+    with pytest.raises(WorkerLossError) as info:
+        PrivateTuner(recorder, {"x": Uniform(0, 1)}, ps.Gaussian(2.0), LONG_K, DELTA, backend="test-lossy", n_jobs=2,
+                     accountant="prv").run(None)
+    assert traceback_leaks(info.value, floats=recorder.floats, markers=(SECRET_OUTPUT,), skip_files=(THIS_FILE,)) == []
+
+
+# -- (g) every run ends as a score: overflow and BaseException, compared across D and D' ----------------------
+
+
+def _attacker(kind):
+    """A trainer that misbehaves only on D (a record above 0.9) and only for some candidates."""
+
+    def train(params, data, rng):
+        if data.max() > 0.9 and params["x"] > 0.5:
+            if kind == "overflow":
+                return 10**400, None
+            if kind == "fraction":
+                return fractions.Fraction(10**400, 3)
+            if kind == "cancelled":
+                raise asyncio.CancelledError(f"{MARK}max={data.max()}")
+            raise GeneratorExit(f"{MARK}max={data.max()}")
+        return params["x"], "ok"
+
+    return train
+
+
+@pytest.mark.parametrize("kind", ["overflow", "fraction", "cancelled", "generator_exit"])
+def test_a_trainer_that_overflows_or_raises_a_base_exception_on_d_only_scores_worst(kind):
+    D, D_prime = np.array([0.1, 0.95]), np.array([0.1, 0.2])
+    results = {}
+    for name, data in (("D", D), ("D'", D_prime)):
+        results[name] = PrivateTuner(_attacker(kind), {"x": Uniform(0, 1)}, ps.Gaussian(2.0), ps.Geometric(mean=20),
+                                     DELTA, seed=4, backend="sequential", accountant="prv").run(data)
+    # both release a winner (no data-dependent abort); on D the misbehaving runs scored worst
+    assert results["D"].selected and results["D'"].selected
+    assert results["D"].best_score <= 0.5 < results["D'"].best_score
+    assert MARK not in repr(results["D"])
+
+
+# -- (h) what PrivateStudy and PrivateTuner certify is what they release ---------------------------------------
+
+
+def _steps_objective(received):
+    def objective(trial):
+        sigma = trial.suggest_categorical("sigma", [2.0, 4.0])
+        steps = trial.suggest_int("steps", 10, 10000, log=True)
+        received.append((sigma, steps))
+        return -sigma * steps
+    return objective
+
+
+@pytest.mark.parametrize("privacy", [
+    lambda p: ps.Gaussian(p["sigma"]).compose(p.get("steps", 10)),
+    lambda p: ps.Gaussian(p["sigma"]).compose(p["steps"] if "steps" in p else 10),
+    lambda p: ps.Gaussian(p["sigma"]).compose(10 if "steps" not in list(p.keys()) else p["steps"]),
+    lambda p: ps.Gaussian(p["sigma"]).compose(sum(1 for _ in p) * 10),
+])
+def test_the_study_probe_refuses_every_access_to_an_undeclared_name(privacy):
+    with pytest.raises(ValueError, match=r"'steps', which is not declared|iterated over params"):
+        PrivateStudy(privacy, ps.Geometric(mean=5), 1e-5, privacy_space={"sigma": Choice([2.0, 4.0])})
+
+
+def test_the_probe_refuses_an_undeclared_name_even_when_the_callable_catches_the_error():
+    def privacy(p):
+        try:
+            steps = p["steps"]
+        except Exception:  # noqa: BLE001 - the bypass under test
+            steps = 10
+        return ps.Gaussian(p["sigma"]).compose(steps)
+
+    with pytest.raises(ValueError, match="'steps', which is not declared"):
+        PrivateStudy(privacy, ps.Geometric(mean=5), 1e-5, privacy_space={"sigma": Choice([2.0, 4.0])})
+    with pytest.raises(ValueError, match="'steps', which is not declared"):
+        PrivateTuner(lambda p, d, r: 0.0, {"sigma": Choice([2.0, 4.0])}, privacy, ps.Geometric(mean=5), 1e-5)
+    with pytest.raises(ValueError, match="'steps', which is not declared"):
+        PrivateTuner(lambda p, d, r: 0.0, {"sigma": Choice([2.0, 4.0])},
+                     lambda p: ps.Gaussian(p["sigma"]).compose(p.get("steps", 10)), ps.Geometric(mean=5), 1e-5)
+
+
+def test_a_candidate_whose_privacy_differs_from_the_certified_one_stops_both_front_ends():
+    config = {"steps": 10}  # state outside params, changed after the certificate was made
+
+    def privacy(p):
+        return ps.Gaussian(p["sigma"]).compose(config["steps"])
+
+    space = {"sigma": Choice([2.0, 4.0])}
+    tuner_ = PrivateTuner(lambda p, d, r: 1.0, space, privacy, ps.Geometric(mean=5), 1e-5, seed=0, accountant="prv")
+    study_ = PrivateStudy(privacy, ps.Geometric(mean=5), 1e-5, privacy_space=space, seed=0, accountant="prv")
+    assert tuner_.certificate.epsilon == study_.certificate.epsilon  # both certify 10 steps
+    config["steps"] = 764
+    with pytest.raises(CandidatePrivacyError, match="certificate assumed"):
+        tuner_.run(None)
+    received = []
+
+    def objective(trial):
+        try:
+            sigma = trial.suggest_categorical("sigma", [2.0, 4.0])
+        except BaseException:  # noqa: BLE001 - catching the refusal changes nothing
+            return 0.0
+        received.append(sigma)
+        return sigma
+
+    with pytest.raises(CandidatePrivacyError, match="certificate assumed"):
+        study_.optimize(objective)
+    assert received == []  # stopped at the suggestion, before the objective saw the candidate
+
+
+def test_the_reproducer_of_an_under_certified_study_is_refused_before_any_trial():
+    privacy = lambda p: ps.Gaussian(p["sigma"]).compose(p.get("steps", 10))  # noqa: E731
+    received = []
+    with pytest.raises(ValueError, match="'steps', which is not declared"):
+        PrivateStudy(privacy=privacy, k=ps.Geometric(mean=5), delta=1e-5,
+                     privacy_space={"sigma": Choice([2.0, 4.0])}).optimize(_steps_objective(received))
+    assert received == []
+    # declared, it is certified for what runs: the same objective is accepted and the certificate covers steps
+    declared = PrivateStudy(lambda p: ps.Gaussian(p["sigma"]).compose(p["steps"]), ps.Geometric(mean=5), 1e-5,
+                            privacy_space={"sigma": Choice([2.0, 4.0]), "steps": Choice([10, 100])}, seed=1,
+                            accountant="prv")
+    result = declared.optimize(lambda t: -t.suggest_categorical("sigma", [2.0, 4.0])
+                               * t.suggest_categorical("steps", [10, 100]))
+    assert result.best_params["steps"] in (10, 100)
+    assert declared.certificate.epsilon > ps.certify(ps.Gaussian(2.0).compose(10), ps.Geometric(mean=5), 1e-5,
+                                                     accountant="prv").epsilon
+
+
+# -- (i) the released trial carries no time ---------------------------------------------------------------------
+
+
+def test_the_released_trial_carries_constants_only_outside_the_winner():
+    def slow(trial):
+        x = trial.suggest_float("x", 0, 1)
+        time.sleep(0.002)
+        return x
+
+    trials = [PrivateStudy(ps.Gaussian(2.0), ps.Geometric(mean=m), DELTA, seed=s, accountant="prv").optimize(slow)
+              .best_trial for m, s in ((2, 1), (40, 2))]
+    for trial in trials:
+        assert trial.datetime_start == trial.datetime_complete == datetime.datetime(1970, 1, 1)  # documented
+        assert trial.duration == datetime.timedelta(0)
+        assert (trial.number, trial._trial_id, trial.system_attrs, trial.intermediate_values) == (-1, -1, {}, {})
+        assert trial.state == optuna.trial.TrialState.COMPLETE and trial.values == [trial.value]
+        assert set(trial.params) == set(trial.distributions) == {"x"} and trial.user_attrs == {}
+    assert trials[0].params != trials[1].params  # the winner differs; nothing else does
+
+
+# -- (j) logging above CRITICAL, in the driver and in the workers ----------------------------------------------
+
+
+def _logs_high(params, data, rng):
+    for level in (51, 1000, sys.maxsize):
+        logging.getLogger("attack.high").log(level, f"{MARK}run value {params['x']}")
+    return params["x"]
+
+
+def _logs_high_to_a_file(params, data, rng):
+    logger = logging.getLogger("attack.high.worker")
+    if not logger.handlers:  # a handler configured in the worker (e.g. at import of the trainer's module)
+        logger.addHandler(logging.FileHandler(data))
+    return _logs_high(params, data, rng)
+
+
+def test_log_records_above_critical_are_dropped_in_the_driver_and_in_workers(tmp_path):
+    handler = CollectingHandler()
+    logger = logging.getLogger("attack.high")
+    logger.addHandler(handler)
+    try:
+        PrivateTuner(_logs_high, {"x": Uniform(0, 1)}, ps.Gaussian(2.0), K, DELTA, seed=1, backend="sequential",
+                     accountant="prv").run(None)
+    finally:
+        logger.removeHandler(handler)
+    assert handler.messages == []
+    log_file = tmp_path / "worker.log"
+    PrivateTuner(_logs_high_to_a_file, {"x": Uniform(0, 1)}, ps.Gaussian(2.0), ps.Geometric(mean=6), DELTA, seed=1,
+                 backend="loky", n_jobs=2, accountant="prv").run(str(log_file))
+    assert not log_file.exists() or MARK not in log_file.read_text()
+
+
+# -- (k) no raw data left behind after a hard kill ---------------------------------------------------------------
+
+
+def test_a_hard_kill_mid_run_leaves_no_copy_of_the_data_in_dev_shm_or_the_temp_folder(tmp_path):
+    canary = f"PRIVSELECT-CANARY-{os.getpid()}-{time.time_ns()}-".encode()
+    since = time.time() - 1
+    temp = kill_tuner_mid_run(canary, tmp_path, root=Path(__file__).resolve().parents[1])
+    shm = Path("/dev/shm")
+    try:
+        assert files_holding([temp] + ([shm] if shm.is_dir() else []), canary, since) == []
+    finally:
+        remove_leftovers(shm, temp)
+
+
+# -- (l) the empirical audit of the whole tuner --------------------------------------------------------------
+
+
+def test_a_full_tuner_distinguishing_test_stays_below_the_certificate():
+    """The real PrivateTuner with PureDP(1) randomized-response runs on D = {1} vs D' = {0}: the
+    Clopper-Pearson lower bound on epsilon distinguishes D from D' (it is well above 0) and stays
+    below the exact epsilon of the released winner, which is below the certificate (KRW Thm 3: 3 eps)."""
+    from experiments.audit import audit_full_tuner
+
+    delta, means = 1e-3, (10, 50)
+    rows = audit_full_tuner(1000, delta, seed=2024, means=means)
+    keep = math.e / (1 + math.e)
+    for row, mean in zip(rows, means):
+        pgf = lambda s: s / mean / (1 - (1 - 1 / mean) * s)  # noqa: E731 - E[s^K], K ~ Geometric on {1, 2, ...}
+        zero_d, zero_d2 = pgf(1 - keep), pgf(keep)  # P[winner = 0] on D and on D'
+        exact = max(math.log((zero_d2 - delta) / zero_d), math.log((1 - zero_d - delta) / (1 - zero_d2)))
+        assert row["eps_exact"] == pytest.approx(exact, rel=1e-9)
+        assert 0.5 < row["eps_lower"] <= row["eps_exact"] < row["eps_certified"] <= 3.0 + 1e-9

@@ -165,15 +165,12 @@ def test_laws_inherit_their_bounds_and_certify_reads_the_theorem_from_the_table(
         cor62_thresholds(1.0, 1e-6, ps.Poisson(3.0))
 
 
-def test_a_bound_is_registered_once_and_old_import_paths_still_work():
-    from privselect.selection import bounds, calibrate, hyperparameter, mixture, rdp_bounds
+def test_a_bound_is_registered_once_and_reached_through_its_family_module():
+    from privselect.selection import bounds, calibrate
 
     with pytest.raises(ValueError, match="already registered"):
         bounds.register_bound(ps.Poisson, "profile", "again")(lambda *a: None)
     with pytest.raises(TypeError, match="KDistribution class"):
         bounds.register_bound(int, "profile", "no law")
-    assert rdp_bounds.selection_rdp_curve is bounds.rdp.selection_rdp_curve
-    assert mixture.k_mixture_profile is bounds.mixture.k_mixture_profile
-    assert hyperparameter.certify_hyperparameter_mixture is bounds.cor62.certify_hyperparameter_mixture
     assert calibrate.cor62_thresholds is bounds.cor62.cor62_thresholds
     assert bounds.selection_profile is bounds.profile.selection_profile

@@ -1,5 +1,6 @@
 """PrivateTuner: release rules, leak tests, reproducibility across backends, K's distribution."""
 
+import asyncio
 import json
 import logging
 import math
@@ -153,13 +154,17 @@ def test_invalid_scores_score_worst(bad):
 
 
 @pytest.mark.parametrize("bad", ["not a number", None, (1.0, 2.0, 3.0), {"score": 1.0}, np.array([1.0]), True])
-def test_a_return_that_is_not_a_score_is_a_programming_error(bad):
+def test_a_return_that_is_not_a_score_is_a_programming_error_that_dry_run_raises_and_a_run_scores_worst(bad):
     def trainer(params, data, rng):
         return bad
     with pytest.raises(TrainerContractError, match="dry_run"):
-        tuner(train=trainer, seed=3).run(None)
-    with pytest.raises(TrainerContractError):
         tuner(train=trainer).dry_run(None)
+    with pytest.raises(AllRunsFailedError, match="dry_run"):
+        tuner(train=trainer, seed=3).run(None)
+
+    def sometimes(params, data, rng):
+        return bad if params["x"] > 0.5 else params["x"]
+    assert tuner(train=sometimes, seed=3, k=ps.Geometric(mean=30)).run(None).best_score <= 0.5
 
 
 def test_all_runs_failing_raises_an_error_without_run_data():
@@ -416,3 +421,23 @@ def test_only_the_hyperparameters_privacy_reads_are_enumerated():
         {2.0: 0.5, 1.0: 1 / 6, 3.0: 1 / 6, 5.0: 1 / 6})
     with pytest.raises(ValueError, match="batch"):
         privacy_law(space, lambda p: ps.Gaussian(1.0 + p["batch"] * 1e-7))
+
+
+def test_exceptions_from_outside_the_runs_leave_as_clean_copies():
+    from privselect.tuning.engine import clean_copy, released
+
+    def exits(code):
+        raise SystemExit(code)
+
+    for code, expected in ((None, None), (3, 3), ("secret 0.731", 1)):
+        with pytest.raises(SystemExit) as info:
+            released(exits, code)
+        assert info.value.code == expected and info.value.__context__ is None
+    # a trainer's exception never leaves; one raised by other code (a user split) keeps only its type
+    def split(data, keep):
+        raise KeyError(f"SECRET {data[0]}")
+    with pytest.raises(RuntimeError, match="builtins.KeyError, raised outside the runs") as info:
+        tuner(tuning_rate=0.5, split=split, seed=1, accountant="prv").run(np.arange(10.0))
+    assert "SECRET" not in str(info.value) and info.value.__context__ is None
+    assert isinstance(clean_copy(asyncio.CancelledError("SECRET")), asyncio.CancelledError)
+    assert clean_copy(asyncio.CancelledError("SECRET")).args == ()

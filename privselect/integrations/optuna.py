@@ -19,12 +19,26 @@ What the wrapper controls (Optuna leaks all of it by default):
 * with the default sampler, no Optuna study exists at all: ``trial.suggest_*`` draws from the
   trial's own generator, i.i.d. across trials (the law of Optuna's ``RandomSampler``), so
   nothing stores the trials;
-* pruning is disabled: ``trial.report``, ``trial.should_prune`` and ``raise
-  optuna.TrialPruned()`` raise [`PrivateStudyError`][privselect.integrations.optuna.PrivateStudyError] and the study releases nothing;
-* a trial that raises (any other exception) or returns a non-finite value scores the worst
-  value; it is never retried; its message is dropped;
-* only the winner leaves: ``best_trial`` is a fresh ``FrozenTrial`` with the winner's params,
-  value, distributions and user attributes (no number, timestamps or system attributes).
+* pruning is disabled: ``trial.report`` and ``trial.should_prune`` stop the study with
+  [`PrivateStudyError`][privselect.integrations.optuna.PrivateStudyError] and it releases nothing (even if the objective catches
+  the error: the refusal is recorded on the trial); ``pruner=`` is refused. A trial that
+  raises ``optuna.TrialPruned`` scores the worst value like any other exception (whether it
+  prunes depends on the data); ``dry_run`` reports it;
+* a trial that raises (any exception) or returns something that is not a finite value
+  scores the worst value; it is never retried; its message is dropped;
+* with callable privacy, each suggestion is checked as it is made: once the params suggested
+  so far determine ``privacy(params)``, it must be the mechanism the certificate assumed
+  (``privselect.tuning.privacy.CandidateCheck``), else the study stops before the objective
+  sees the value; the whole params are checked again when the objective returns;
+* only the winner leaves: ``best_trial`` is a fresh ``FrozenTrial`` holding the winner's params,
+  value, distributions and user attributes, and constants elsewhere: ``number`` and
+  ``_trial_id`` -1, ``datetime_start`` and ``datetime_complete`` both
+  [`RELEASED_TRIAL_TIME`][privselect.integrations.optuna.RELEASED_TRIAL_TIME] (1970-01-01, not the time of any run), no
+  system attributes, intermediate values or constraints.
+
+Optuna habits that would publish the trials (``study.trials``, ``optuna.visualization``,
+``study.trials_dataframe()``, ``directions=``, ``pruner=``, ``optimize(n_jobs=,
+show_progress_bar=, callbacks=)``) get an error that says why and what to use instead.
 
 Samplers. The selection theorems (KRW 2024; Papernot, Steinke 2022) need candidates drawn
 i.i.d. and independently of past values. ``QMCSampler`` draws dependent points and adaptive
@@ -45,6 +59,7 @@ refused; use ``trial.suggest_categorical`` over the grid values instead.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,13 +74,17 @@ from ..mechanisms import Gaussian, Laplace, Mechanism
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from ..selection.pipeline import certify_pipeline
-from ..tuning.engine import RunSeeds, SelectionPlan, TrainerContractError, dry_run, run_selection, silenced
+from ..tuning.engine import (RunSeeds, SelectionPlan, StopSelection, TrainerContractError, dry_run, released,
+                              run_selection, silenced)
 from ..tuning.pipeline import FinalRun, run_pipeline
-from ..tuning.privacy import CandidatePrivacyError, RunPrivacy
+from ..tuning.privacy import CandidateCheck, CandidatePrivacyError, RunPrivacy
 from ..tuning.space import Choice, Distribution, IntLogUniform, IntUniform, LogUniform, Uniform, validate_space
 from ..tuning.tuner import check_signature
 
-__all__ = ["PrivateStudy", "PrivateStudyResult", "PrivateStudyError", "PrivateTrial"]
+__all__ = ["PrivateStudy", "PrivateStudyResult", "PrivateStudyError", "PrivateTrial", "RELEASED_TRIAL_TIME"]
+
+RELEASED_TRIAL_TIME = datetime.datetime(1970, 1, 1)
+"""``datetime_start`` and ``datetime_complete`` of the released ``FrozenTrial``: a constant (a time would tell K)."""
 
 
 def _optuna():
@@ -104,12 +123,28 @@ class PrivateStudyResult:
         return out
 
 
-class _Pruned(Exception):
-    """Raised inside the objective when it tries to prune; stops the study (a usage error)."""
+class _Refused(BaseException):
+    """Raised into the objective when it breaks the study's rules; the refusal itself is recorded on the
+    trial, so an objective that catches this changes nothing (a BaseException: ``except Exception`` passes it)."""
 
 
 _PRUNING = ("pruning is disabled in a private study (intermediate values are data-dependent and pruning makes "
             "which runs complete data-dependent). The study stopped and released nothing.")
+_NO_TRIALS = ("a PrivateStudy keeps no trials by design: only the winner leaves (result = study.optimize(objective); "
+              "result.best_trial, result.best_params, result.certificate). Plots, dataframes and trial lists would "
+              "publish every trial's value, which the certificate does not cover")
+_STUDY_API = frozenset({"trials", "get_trials", "best_trials", "trials_dataframe", "metric_names", "set_metric_names",
+                        "directions", "_is_multi_objective", "user_attrs", "system_attrs", "add_trial", "add_trials",
+                        "enqueue_trial", "tell", "ask", "stop", "_storage", "_study_id"})
+_OPTIMIZE_OPTIONS = {
+    "n_jobs": "parallelism is a constructor option here: PrivateStudy(..., n_jobs=4, backend='loky') (K and every "
+              "trial's seeds are fixed before any trial, so the winner does not depend on it)",
+    "show_progress_bar": "the progress bar is a constructor option here: PrivateStudy(..., progress=True); it counts "
+                         "trials, so it shows K to the operator: do not publish it",
+    "callbacks": "callbacks would see every trial and its value; only the winner leaves the study",
+    "catch": "nothing to catch: every exception a trial raises already scores the worst value",
+    "gc_after_trial": "not needed: the study keeps no trials",
+}
 
 
 def _distribution(kind: str, low: Any, high: Any, step: Any, log: bool) -> Distribution:
@@ -149,25 +184,42 @@ class PrivateTrial:
     """
 
     def __init__(self, number: int, rng: np.random.Generator, params_rng: np.random.Generator | None,
-                 optuna_trial: Any = None, privacy_space: Mapping[str, Distribution] | None = None) -> None:
+                 optuna_trial: Any = None, privacy_space: Mapping[str, Distribution] | None = None,
+                 candidate_check: CandidateCheck | None = None) -> None:
         self.number, self.rng = number, rng
         self._params_rng, self._trial = params_rng, optuna_trial
         self._privacy_space = dict(privacy_space or {})
+        self._check = candidate_check
         self._params: dict[str, Any] = {}
         self._distributions: dict[str, Any] = {}
         self._user_attrs: dict[str, Any] = {}
+        self.refusal: BaseException | None = None  # the first rule the objective broke (stops the study)
+        self._privacy_checked = False
+
+    def _refuse(self, error: BaseException):
+        if self.refusal is None:
+            self.refusal = error
+        raise _Refused()
 
     # -- suggestions ---------------------------------------------------------------------
 
     def _suggest(self, name: str, law: Distribution, optuna_distribution: Any, adaptive_call: Callable[[], Any]):
+        if self.refusal is not None:
+            raise _Refused()
         if name in self._params:
             return self._params[name]
         declared = self._privacy_space.get(name)
         if declared is not None and declared != law:
-            raise TrainerContractError(f"trial suggests {name!r} from {law!r}, but privacy_space declares "
-                                       f"{declared!r}: they must be the same law")
+            self._refuse(TrainerContractError(f"trial suggests {name!r} from {law!r}, but privacy_space declares "
+                                              f"{declared!r}: they must be the same law"))
         value = adaptive_call() if self._trial is not None else law.sample(self._params_rng)
         self._params[name], self._distributions[name] = value, optuna_distribution
+        if self._check is not None and not self._privacy_checked:  # before the objective sees the value
+            problem = self._check.problem(self._params, complete=False)
+            if problem is not None:
+                self._refuse(CandidatePrivacyError(problem))
+            # once the privacy is determined, later suggestions cannot change it (each read name is fixed)
+            self._privacy_checked = self._check.actual(self._params, complete=False) is not None
         return value
 
     def suggest_float(self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False):
@@ -206,14 +258,14 @@ class PrivateTrial:
         return dict(self._user_attrs)
 
     def report(self, value: float, step: int) -> None:
-        raise _Pruned("trial.report")
+        self._refuse(PrivateStudyError(f"trial.report was called: {_PRUNING}"))
 
     def should_prune(self) -> bool:
-        raise _Pruned("trial.should_prune")
+        self._refuse(PrivateStudyError(f"trial.should_prune was called: {_PRUNING}"))
 
     @property
     def study(self):
-        raise PrivateStudyError("a private trial does not expose its study (it holds every other trial)")
+        self._refuse(PrivateStudyError("a private trial does not expose its study (it holds every other trial)"))
 
 
 @dataclass(frozen=True)
@@ -222,31 +274,32 @@ class _ObjectiveTask:
 
     objective: Callable[[PrivateTrial], Any]
     privacy_space: Mapping[str, Distribution] | None
-    candidate_check: Callable[[Any], None] | None
-    fatal: tuple[type[BaseException], ...] = (_Pruned, PrivateStudyError, TrainerContractError, CandidatePrivacyError)
+    candidate_check: CandidateCheck | None
 
     def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
-        trial = PrivateTrial(seeds.index, seeds.train_rng(), seeds.params_rng(), privacy_space=self.privacy_space)
+        trial = PrivateTrial(seeds.index, seeds.train_rng(), seeds.params_rng(), privacy_space=self.privacy_space,
+                             candidate_check=self.candidate_check)
         return _call_objective(self.objective, trial, self.privacy_space, self.candidate_check)
 
 
 def _call_objective(objective, trial: PrivateTrial, privacy_space, candidate_check) -> tuple[Any, Any, Any]:
+    """Run the objective; a rule it broke stops the study (``StopSelection``), whatever it raised or caught."""
     try:
         returned = objective(trial)
-    except _optuna().TrialPruned:
-        raise _Pruned("raise optuna.TrialPruned()") from None
+    finally:
+        if trial.refusal is not None:
+            raise StopSelection(trial.refusal)
     missing = sorted(set(privacy_space or {}) - set(trial.params))
     if missing:
-        raise TrainerContractError(f"the objective did not suggest {missing}, declared in privacy_space")
-    if candidate_check is not None:
-        candidate_check(trial.params)
+        raise StopSelection(TrainerContractError(f"the objective did not suggest {missing}, declared in privacy_space"))
+    problem = None if candidate_check is None else candidate_check.problem(trial.params)
+    if problem is not None:
+        raise StopSelection(CandidatePrivacyError(problem))
     return returned, trial.params, (trial.distributions, trial.user_attrs)
 
 
 class _AdaptiveTask:
     """Trials asked of a real (in-memory) Optuna study; the engine runs it in the driver, in order."""
-
-    fatal = _ObjectiveTask.fatal
 
     def __init__(self, objective, study: Any, privacy_space, candidate_check) -> None:
         self.objective, self.study = objective, study
@@ -255,7 +308,8 @@ class _AdaptiveTask:
 
     def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
         self.current = self.study.ask()
-        trial = PrivateTrial(seeds.index, seeds.train_rng(), None, self.current, self.privacy_space)
+        trial = PrivateTrial(seeds.index, seeds.train_rng(), None, self.current, self.privacy_space,
+                             self.candidate_check)
         return _call_objective(self.objective, trial, self.privacy_space, self.candidate_check)
 
     def observe(self, index: int, score: float) -> None:
@@ -291,8 +345,22 @@ class PrivateStudy:
                  backend: str = "loky", progress: bool = False, score_noise: Gaussian | Laplace | None = None,
                  base_epsilon: float | None = None, privacy_space: Mapping[str, Distribution] | None = None,
                  release: str = "refuse", accountant: str = "auto",
-                 accountant_options: dict[str, Any] | None = None, final: FinalRun | None = None):
+                 accountant_options: dict[str, Any] | None = None, final: FinalRun | None = None,
+                 pruner: Any = None, directions: Any = None):
         optuna = _optuna()
+        if pruner is not None and not isinstance(pruner, optuna.pruners.NopPruner):
+            raise PrivateStudyError(
+                f"pruner= is refused: {_PRUNING.split('. The study')[0]}, which no certificate covers. Remove "
+                "pruner=; every trial runs to completion (spend less per trial instead: fewer epochs or steps, "
+                "declared in privacy)")
+        if directions is not None:
+            directions = list(directions) if not isinstance(directions, str) else [directions]
+            if len(directions) != 1:
+                raise PrivateStudyError(
+                    f"directions= with {len(directions)} objectives is refused: a private study releases the best of K "
+                    "trials under ONE score (the selection theorems rank one value). Combine the objectives into one "
+                    "value (e.g. a weighted sum) and pass direction='maximize' or 'minimize'")
+            direction = directions[0]
         if storage is not None:
             raise PrivateStudyError(
                 "a private study keeps its trials in memory and drops them: a persistent storage would keep every "
@@ -362,12 +430,17 @@ class PrivateStudy:
         return self._certificate
 
     def __getattr__(self, name: str):
-        if name in ("best_params", "best_value", "best_trial", "trials", "best_trials"):
+        if name in ("best_params", "best_value", "best_trial"):
             raise AttributeError(
                 f"a PrivateStudy keeps no trials: use result = study.optimize(objective), then result.{name} "
-                "(only the winner is released)" if name.startswith("best") else
-                "a PrivateStudy keeps no trials: only the winner is released, in study.optimize(objective)")
+                "(only the winner is released)")
+        if name in _STUDY_API:
+            raise AttributeError(f"PrivateStudy.{name}: {_NO_TRIALS}. optuna.visualization cannot plot a private "
+                                 "study for the same reason")
         raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
+
+    def __iter__(self):
+        raise TypeError(f"{_NO_TRIALS}. optuna.visualization cannot plot a private study for the same reason")
 
     def _candidate_check(self):
         return self._privacy.candidate_check(self.k, self.delta, self.accountant, self.accountant_options)
@@ -382,20 +455,21 @@ class PrivateStudy:
             raise PrivateStudyError("timeout is refused: it makes the number of completed trials depend on how "
                                     "long the data takes to train on, which no certificate covers")
         if optuna_options:
-            raise PrivateStudyError(f"optimize() takes only the objective here, got {sorted(optuna_options)} "
-                                    "(callbacks, catch, n_jobs and gc options would see or change every trial)")
+            reasons = "; ".join(f"{name}=: {_OPTIMIZE_OPTIONS.get(name, 'not an option of a private study')}"
+                                for name in sorted(optuna_options))
+            raise PrivateStudyError(f"optimize() takes only the objective here. {reasons}")
         if not callable(objective):
             raise TypeError("objective must be callable: objective(trial) -> value or (value, output)")
         check_signature(objective, ("trial",), "objective")
         certificate = self.certificate
-        try:
-            if self._sampler is None:
-                task = _ObjectiveTask(objective, self.privacy_space, self._candidate_check())
-                selected, final_output = run_pipeline(task, None, self._plan, final=self.final, tuning_rate=1.0)
-            else:
-                selected, final_output = self._optimize_adaptive(objective), None
-        except _Pruned as exc:
-            raise PrivateStudyError(f"{exc.args[0]} was called: {_PRUNING}") from None
+        return released(self._optimize, objective, certificate)
+
+    def _optimize(self, objective: Callable[[PrivateTrial], Any], certificate: Certificate) -> PrivateStudyResult:
+        if self._sampler is None:
+            task = _ObjectiveTask(objective, self.privacy_space, self._candidate_check())
+            selected, final_output = run_pipeline(task, None, self._plan, final=self.final, tuning_rate=1.0)
+        else:
+            selected, final_output = self._optimize_adaptive(objective), None
         result = self._result(selected, certificate)
         return dataclasses.replace(result, final_output=final_output) if final_output is not None else result
 
@@ -416,8 +490,12 @@ class PrivateStudy:
         if not selected.selected:
             return PrivateStudyResult(None, None, None, None, False, certificate, revealed)
         distributions, user_attrs = selected.details
-        frozen = _optuna().trial.create_trial(value=selected.score, params=selected.params,
-                                              distributions=distributions, user_attrs=user_attrs)
+        optuna = _optuna()
+        frozen = optuna.trial.FrozenTrial(
+            number=-1, trial_id=-1, state=optuna.trial.TrialState.COMPLETE, value=selected.score, values=None,
+            datetime_start=RELEASED_TRIAL_TIME, datetime_complete=RELEASED_TRIAL_TIME, params=selected.params,
+            distributions=distributions, user_attrs=user_attrs, system_attrs={}, intermediate_values={})
+        frozen._validate()
         return PrivateStudyResult(selected.params, selected.score, selected.output, frozen, True, certificate,
                                   revealed)
 
@@ -431,6 +509,7 @@ class PrivateStudy:
         task = _ObjectiveTask(objective_on_public_data, self.privacy_space, self._candidate_check())
         try:
             selected = dry_run(task, None, self._plan)
-        except _Pruned as exc:
-            raise PrivateStudyError(f"{exc.args[0]} was called: {_PRUNING}") from None
+        except _optuna().TrialPruned:
+            raise PrivateStudyError(f"raise optuna.TrialPruned() was called: {_PRUNING} Inside optimize() such a "
+                                    "trial scores the worst value.") from None
         return self._result(selected, self.certificate)

@@ -2,8 +2,8 @@
 
 A backend maps a picklable function over a lazy iterable of per-run argument tuples and yields
 ``function(*shared, *task)`` in completion order. ``shared`` (the trainer and the data) is the
-same for every run: the process backends send it to the workers once per selection (joblib's
-memory mapping for loky, ``Client.scatter`` for dask, ``ray.put`` for ray), not once per run.
+same for every run: dask and ray send it to the workers once per selection (``Client.scatter``,
+``ray.put``); loky pickles it with each run (no memory-mapped copy of the data on disk).
 Every backend keeps about ``2 * n_jobs`` runs in flight (windowed submission; loky through
 joblib's ``pre_dispatch``), so neither the submitted tasks nor the results waiting in the driver
 grow with K; the engine keeps only the
@@ -74,8 +74,13 @@ class SequentialBackend(Backend):
 class JoblibBackend(Backend):
     """A joblib backend; results stream with ``return_as="generator_unordered"``.
 
-    joblib dumps large numpy arrays in ``shared`` to a memory-mapped file once per selection
-    (loky). ``pre_dispatch="2*n_jobs"`` with ``batch_size=1`` bounds what is dispatched ahead
+    ``max_nbytes=None`` (the default here, unlike joblib's ``"1M"``): the data is pickled to the
+    workers through loky's pipes and is never memory-mapped, so no file of the raw data exists
+    in ``/dev/shm`` or the temp folder, and none can outlive a crash (a SIGKILL of the driver
+    and its workers leaves joblib's memmapping folder behind: docs/cluster.md). The price is
+    one pickling of the data per run instead of per selection. For data too large for that,
+    register ``JoblibBackend("loky", max_nbytes="1M")`` and clean the temp folder after a crash.
+    ``pre_dispatch="2*n_jobs"`` with ``batch_size=1`` bounds what is dispatched ahead
     (automatic batching would return many outputs at once); joblib dispatches one more task
     as each completes and holds finished results until the engine takes them, which it does at
     once (docs/cluster.md: 5 outputs alive at most at K = 200 in the benchmark).
@@ -83,12 +88,14 @@ class JoblibBackend(Backend):
 
     name: str
     in_process: bool = False
+    max_nbytes: str | int | None = None
 
     def imap_unordered(self, function, shared, tasks, n_jobs):
         import joblib
 
         with joblib.parallel_config(backend=self.name, n_jobs=n_jobs):
-            parallel = joblib.Parallel(return_as="generator_unordered", pre_dispatch="2*n_jobs", batch_size=1)
+            parallel = joblib.Parallel(return_as="generator_unordered", pre_dispatch="2*n_jobs", batch_size=1,
+                                       max_nbytes=self.max_nbytes)
             yield from parallel(joblib.delayed(function)(*shared, *task) for task in tasks)
 
     def worker_loss_errors(self):

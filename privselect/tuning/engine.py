@@ -18,18 +18,33 @@ Release rules (docs/release.md, "What leaves the tuner"):
   infrastructure: a run lost with its worker (the backend's worker-loss error) is executed
   again with its own seeds, which is privacy-neutral for a trainer deterministic given its
   ``rng`` (docs/cluster.md); a trainer's exception is never retried;
-* a run that raises (an ``Exception``), or returns a NaN or infinite score, scores the worst
-  value; its exception is dropped, never re-raised, logged or stored;
+* every run ends as a score: a run that raises (any exception, ``BaseException`` subclasses
+  such as ``asyncio.CancelledError`` or ``GeneratorExit`` included), returns something that is
+  not a real number or a ``(number, output)`` pair, a number that does not fit a float
+  (``10**400``, a huge ``Fraction``) or a NaN or infinite score, scores the worst value; its
+  exception is dropped, never re-raised, logged or stored;
+* only three things stop a selection, and none of them depends on the data: the operator's
+  ``KeyboardInterrupt`` or ``SystemExit`` (they come from outside the runs), privselect's own
+  usage checks (a candidate whose privacy is not what the certificate assumed, pruning in a
+  study: each decided from the candidate's params, which come from the seed alone, and
+  recorded out of band, so a trainer that catches or raises these errors itself changes
+  nothing), and a backend that keeps losing workers (infrastructure);
 * if the winner failed, which means that every run failed, [`AllRunsFailedError`][privselect.tuning.engine.AllRunsFailedError] is
   raised; it carries no run data;
+* exceptions leave from a clean frame ([`released`][privselect.tuning.engine.released]): the engine's frames hold K,
+  the seed's ``SeedSequence`` and the running best, so every exception that leaves a selection
+  is replaced by a fresh copy raised after those frames are gone, with no ``__cause__``,
+  ``__context__``, notes or traceback below the front end; a traceback walked frame by frame
+  (Sentry, loguru's ``diagnose``, ``TracebackException(capture_locals=True)``) reaches none of
+  it. ``dry_run`` keeps the full traceback: it runs on public data;
 * warnings, stdout, stderr and logging inside runs are captured and dropped (in the driver for
   in-process backends, in the worker for process backends). Output written straight to file
   descriptors by C code is not captured;
 * a return value that is neither a real number nor a ``(number, output)`` pair is a
-  programming error ([`TrainerContractError`][privselect.tuning.engine.TrainerContractError]), raised at once: the shape of a return
-  value is fixed by the code, and [`dry_run`][privselect.tuning.engine.dry_run] on public data catches it before private
-  data is touched. A trainer whose return *type* depends on the data must be fixed, since that
-  dependence is part of the mechanism and no certificate would cover it;
+  programming error: [`dry_run`][privselect.tuning.engine.dry_run] on public data raises
+  [`TrainerContractError`][privselect.tuning.engine.TrainerContractError] for it. Inside a certified run it scores the worst
+  value like any failure: raising there would let what the trainer returned on the private
+  data decide whether the selection stops;
 * the release guard ([`privselect.tuning.guard`][privselect.tuning.guard]) refuses, or strips, randomness state in
   the winner's output and params;
 * K stays inside unless the front end was asked to reveal it.
@@ -45,7 +60,7 @@ import numbers
 import os
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
@@ -57,7 +72,11 @@ from .backends import MAX_REEXECUTIONS, Backend, WorkerLossError, get_backend
 from .guard import RELEASE_MODES, guard_release
 
 __all__ = ["AllRunsFailedError", "TrainerContractError", "WorkerLossError", "RunSeeds", "RunTask", "RunOutcome",
-           "SelectionPlan", "Selected", "run_selection", "dry_run", "split_return", "silenced"]
+           "SelectionPlan", "Selected", "StopSelection", "run_selection", "released", "clean_copy", "dry_run",
+           "split_return", "silenced", "OPERATOR_EXCEPTIONS"]
+
+OPERATOR_EXCEPTIONS = (KeyboardInterrupt, SystemExit)
+"""The only exceptions from inside a run that stop the selection: the operator's (they come from outside the runs)."""
 
 logger = logging.getLogger(__name__)
 
@@ -84,15 +103,26 @@ class RunSeeds:
         return np.random.Generator(np.random.PCG64(self.train))
 
 
+class StopSelection(BaseException):
+    """Raised by a front end's task (never by user code) to stop the selection with ``error``.
+
+    ``error`` is one of privselect's own errors, with a fixed message and no run data. Anything
+    else a run raises scores the worst value (module docstring).
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
+
+
 class RunTask(Protocol):
     """One run of a front end: draw the candidate, train, return ``(returned, params, details)``.
 
     ``returned`` is the trainer's return value (a score or ``(score, output)``); ``details``
     is front-end data released with the winner (Optuna's distributions and user attributes).
-    Exceptions of the types in ``fatal`` are usage errors: they stop the selection.
+    A usage error found by privselect's own checks is raised as [`StopSelection`][privselect.tuning.engine.StopSelection]; every
+    other exception scores the worst value.
     """
-
-    fatal: tuple[type[BaseException], ...]
 
     def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]: ...
 
@@ -106,6 +136,7 @@ class RunOutcome:
     output: Any = None
     params: Any = None
     details: Any = None
+    stop: BaseException | None = None  # a usage error found by privselect's checks: stops the selection
 
     @property
     def failed(self) -> bool:
@@ -117,7 +148,7 @@ class SelectionPlan:
     """Everything about a selection that is fixed before the data is seen."""
 
     k: KDistribution
-    seed: int | None = None
+    seed: int | None = field(default=None, repr=False)  # a secret key: kept out of reprs (and captured locals)
     direction: str = "maximize"
     backend: str = "sequential"
     n_jobs: int = 1
@@ -179,12 +210,17 @@ def _score_noise(score_noise: Gaussian | Laplace, rng: np.random.Generator) -> f
 
 @contextlib.contextmanager
 def silenced() -> Iterator[None]:
-    """Drop warnings, stdout, stderr and every log record emitted inside the block."""
+    """Drop warnings, stdout, stderr and every log record emitted inside the block.
+
+    Logging is disabled at every level: ``logging.disable(CRITICAL)`` would let custom levels
+    above 50 through, so the threshold is ``sys.maxsize``. (A record handed straight to
+    ``Logger.handle`` or a handler bypasses logging's levels, as a write to a file would.)
+    """
     previous_disable = logging.root.manager.disable
     sink = io.StringIO()
     with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         warnings.simplefilter("ignore")
-        logging.disable(logging.CRITICAL)
+        logging.disable(sys.maxsize)
         try:
             yield
         finally:
@@ -194,18 +230,25 @@ def silenced() -> Iterator[None]:
 
 def execute_run(task: RunTask, data: Any, score_noise: Gaussian | Laplace | None, driver_pid: int, index: int,
                 seeds: RunSeeds) -> RunOutcome:
-    """One run, isolated; a failed run comes back as NaN with nothing else. Runs on the worker."""
+    """One run, isolated; a failed run comes back as NaN with nothing else. Runs on the worker.
+
+    Whatever the run raises or returns ends as a score: only the operator's exceptions
+    (``OPERATOR_EXCEPTIONS``) propagate, and a usage error found by privselect's own checks
+    comes back as ``RunOutcome.stop``.
+    """
     isolation = silenced() if os.getpid() != driver_pid else contextlib.nullcontext()
     with isolation:
         try:
             returned, params, details = task(data, seeds)
-        except task.fatal:
+            score, output = split_return(returned)  # a wrong type or a float overflow raises: scored worst
+            if score_noise is not None and math.isfinite(score):
+                score += _score_noise(score_noise, np.random.Generator(np.random.PCG64(seeds.noise)))
+        except StopSelection as stop:
+            return RunOutcome(index, math.nan, stop=stop.error)
+        except OPERATOR_EXCEPTIONS:
             raise
-        except Exception:  # noqa: BLE001 - the release rules: drop it, score the worst value
+        except BaseException:  # noqa: BLE001 - the release rules: drop it (CancelledError too), score the worst
             return RunOutcome(index, math.nan)
-    score, output = split_return(returned)
-    if score_noise is not None and math.isfinite(score):
-        score += _score_noise(score_noise, np.random.Generator(np.random.PCG64(seeds.noise)))
     if not math.isfinite(score):
         return RunOutcome(index, math.nan)
     return RunOutcome(index, score, output, params, details)
@@ -217,7 +260,12 @@ def run_selection(task: RunTask, data: Any, plan: SelectionPlan, *,
 
     ``observe(index, score)`` is called in the driver as each run completes (score NaN for a
     failed run); adaptive front ends use it and must run on an in-process sequential backend.
+    An exception leaves from a clean frame ([`released`][privselect.tuning.engine.released]).
     """
+    return released(_select, task, data, plan, observe)
+
+
+def _select(task: RunTask, data: Any, plan: SelectionPlan, observe: Callable[[int, float], None] | None) -> Selected:
     root = np.random.SeedSequence(plan.seed)
     k_seed, _, runs_seed = root.spawn(3)  # the middle child is reserved (it drew candidates up to 0.1)
     n_runs = int(plan.k.sample(np.random.Generator(np.random.PCG64(k_seed))))
@@ -232,13 +280,17 @@ def run_selection(task: RunTask, data: Any, plan: SelectionPlan, *,
     results = _with_progress(_stream_runs(backend, shared, runs_seed, n_runs, plan.n_jobs), n_runs, plan.progress)
     with silenced():
         for outcome in results:
+            if outcome.stop is not None:  # a fresh error made by privselect's checks (never raised before)
+                raise outcome.stop
             if observe is not None:
                 observe(outcome.index, outcome.score)
             if best is None or _beats(outcome, best, sign):
                 best = outcome
             del outcome
     if best.failed:
-        raise AllRunsFailedError("every run failed (raised or returned a non-finite score); nothing was released")
+        raise AllRunsFailedError("every run failed (raised, or returned a non-finite score or something that is not a "
+                                 "number or a (number, output) pair); nothing was released. Run dry_run(public_data) "
+                                 "to see the first failure with its traceback")
     logger.debug("finished all runs")
     params = guard_release(best.params, "params", plan.release)
     output = guard_release(best.output, "output", plan.release)
@@ -275,6 +327,60 @@ def _stream_runs(backend: Backend, shared: tuple, runs_seed: np.random.SeedSeque
     raise WorkerLossError(f"workers were lost more than {MAX_REEXECUTIONS} times; nothing was released")
 
 
+def released(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``; an exception leaves as a fresh copy raised from this clean frame.
+
+    The original exception, its traceback (whose frames hold K, the seed's ``SeedSequence`` and
+    the running best), ``__cause__``, ``__context__`` and notes are dropped before the copy is
+    raised, outside the ``except`` block, so no chain leads back to them. The copy
+    ([`clean_copy`][privselect.tuning.engine.clean_copy]) has the same type.
+    """
+    stop: BaseException | None = None
+    try:
+        return function(*args)
+    except BaseException as exc:  # noqa: BLE001 - re-raised below, as a clean copy
+        stop = clean_copy(exc)
+    raise stop from None
+
+
+def clean_copy(exc: BaseException) -> BaseException:
+    """A fresh exception for ``exc``: same type; its message only where privselect wrote it.
+
+    * the operator's ``KeyboardInterrupt``; ``SystemExit`` with its exit status (an int or None;
+      any other code becomes 1); other ``BaseException`` types: a fresh instance without args;
+    * an exception raised in privselect's own code (its innermost frame): the same type and
+      args (privselect's messages name parameters and regimes, never run data);
+    * anything else (a backend's, a user ``split``'s): a RuntimeError naming its type only.
+    """
+    kind = type(exc)
+    if isinstance(exc, SystemExit):
+        code = exc.code if exc.code is None or (isinstance(exc.code, int) and not isinstance(exc.code, bool)) else 1
+        return SystemExit(code)
+    if not isinstance(exc, Exception):
+        copy = _fresh(kind, ())
+        return BaseException(kind.__qualname__) if copy is None else copy
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    module = "" if tb is None else str(tb.tb_frame.f_globals.get("__name__", ""))
+    del tb
+    if module == "privselect" or module.startswith("privselect."):
+        copy = _fresh(kind, exc.args)
+        if copy is not None:
+            return copy
+    return RuntimeError(f"the selection stopped on {kind.__module__}.{kind.__qualname__}, raised outside the runs; its "
+                        "message and traceback were dropped because they can hold run data. Nothing was released. "
+                        "Run dry_run(public_data) to reproduce it with its traceback")
+
+
+def _fresh(kind: type[BaseException], args: tuple) -> BaseException | None:
+    try:
+        copy = kind(*args)
+    except Exception:  # noqa: BLE001 - a type that cannot be rebuilt from its args
+        return None
+    return copy if type(copy) is kind else None
+
+
 def _beats(outcome: RunOutcome, best: RunOutcome, sign: float) -> bool:
     """Strictly better score, or an equal score at a lower run index (order-independent ties)."""
     if outcome.failed:
@@ -304,7 +410,10 @@ def dry_run(task: RunTask, data: Any, plan: SelectionPlan) -> Selected:
     touched. Uses fresh seeds (not the plan's): the seed is a secret key.
     """
     seeds = RunSeeds.of_run(np.random.SeedSequence(), 0)
-    returned, params, details = task(data, seeds)
+    try:
+        returned, params, details = task(data, seeds)
+    except StopSelection as stop:
+        raise stop.error from None
     score, output = split_return(returned)
     if score is not None and not math.isfinite(score):
         raise ValueError(f"the trainer returned a non-finite score ({score!r}) on the dry-run data; inside the "

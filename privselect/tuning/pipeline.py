@@ -27,7 +27,7 @@ import numpy as np
 from .. import _validation as check
 from ..errors import FinalRunFailedError
 from ..mechanisms import Mechanism
-from .engine import RunTask, Selected, SelectionPlan, run_selection, silenced
+from .engine import OPERATOR_EXCEPTIONS, RunTask, Selected, SelectionPlan, run_selection, silenced
 from .guard import guard_release
 
 __all__ = ["FinalRun", "FinalRunFailedError", "split_records", "run_pipeline"]
@@ -110,7 +110,9 @@ def run_pipeline(task: RunTask, data: Any, plan: SelectionPlan, *, final: FinalR
     with silenced():
         try:
             output = final.train(params, final_data, np.random.Generator(np.random.PCG64(final_seed)))
-        except Exception:  # noqa: BLE001 - raised below without the exception (it may carry data)
+        except OPERATOR_EXCEPTIONS:
+            raise
+        except BaseException:  # noqa: BLE001 - raised below without the exception (it may carry data)
             failed, output = True, None
     if failed:
         raise FinalRunFailedError("the final training run raised; nothing was released")

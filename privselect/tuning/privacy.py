@@ -4,13 +4,19 @@ The front ends never compute privacy: they turn what the user declared into the 
 [`certify`][privselect.selection.certify.certify] (a Mechanism, a PrivacyProfile, or, when the
 hyperparameters change the privacy, the law of the run's mechanism over the search space) and
 ask it. ``score_noise`` is composed into the run's mechanism first.
+
+With callable privacy, what is certified is what runs: before a candidate trains, its actual
+params go through ``privacy`` and the mechanism must be the one the certificate assumed for
+them ([`CandidateCheck`][privselect.tuning.privacy.CandidateCheck]); otherwise the selection stops with
+[`CandidatePrivacyError`][privselect.errors.CandidatePrivacyError]. The params come from the seed and the search space (or a
+study's sampler) alone, so whether this check stops the selection does not depend on the data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..accounting.average import HyperparameterMixture
 from ..accounting.profile import PrivacyProfile
@@ -18,9 +24,9 @@ from ..errors import CandidatePrivacyError
 from ..mechanisms import Gaussian, Laplace, Mechanism, compose
 from ..selection.certify import Certificate, certify
 from ..selection.distributions import KDistribution
-from .space import ContinuousDependence, SearchSpace, privacy_law
+from .space import ContinuousDependence, Probe, SearchSpace, privacy_law, probe_privacy
 
-__all__ = ["RunPrivacy", "CandidatePrivacyError"]
+__all__ = ["RunPrivacy", "CandidatePrivacyError", "CandidateCheck"]
 
 
 @dataclass(frozen=True)
@@ -103,38 +109,144 @@ class RunPrivacy:
         return certify(base, k, delta, accountant=accountant, **options)
 
     def candidate_check(self, k: KDistribution, delta: float, accountant: str,
-                        accountant_options: Mapping[str, Any] | None) -> Callable[[Any], None] | None:
-        """With continuous privacy hyperparameters: a check each drawn candidate must pass (else None)."""
-        if self.base is not None:
+                        accountant_options: Mapping[str, Any] | None) -> "CandidateCheck | None":
+        """With callable privacy: the check each candidate's actual params must pass (else None)."""
+        if not self.depends_on_params:
             return None
+        if self.law is not None:
+            supports = {name: dist.support() for name, dist in self.space.items()}
+            return _LawCheck(self.privacy, self.score_noise, tuple(self.space),
+                             frozenset(name for name, s in supports.items() if s is None), self.law.mechanisms)
         from ..selection.calibrate import cor62_thresholds
 
         return _Cor62Check(self.privacy, self.score_noise, cor62_thresholds(self.base_epsilon, delta, k), accountant,
                            dict(accountant_options or {}))
 
 
+class _Incomplete(LookupError):
+    """A partial candidate lacks a hyperparameter that ``privacy`` reads: check it later."""
+
+
+class _Partial(Mapping):
+    """The params suggested so far (a study's trial): a read of one not suggested yet defers the check."""
+
+    def __init__(self, params: Mapping[str, Any]) -> None:
+        self._params = dict(params)
+        self.incomplete = False
+
+    def _defer(self):
+        self.incomplete = True
+        raise _Incomplete()
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._params:
+            self._defer()
+        return self._params[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._params or self._defer()
+
+    def __iter__(self) -> Iterator[str]:
+        self._defer()
+
+    def __len__(self) -> int:
+        self._defer()
+
+
 @dataclass(frozen=True)
-class _Cor62Check:
-    """Refuse a candidate above the Cor. 6.2 thresholds (a data-independent check; picklable)."""
+class CandidateCheck:
+    """What a candidate's actual params must satisfy before it trains (picklable; data-independent).
+
+    ``problem(params, complete)`` returns None or the reason to stop (a message without run
+    data). ``complete=False`` checks the params a study's trial has suggested so far: where
+    ``privacy`` reads one not suggested yet, the check waits for the next suggestion.
+    """
 
     privacy: Callable[[Any], Mechanism]
     score_noise: Gaussian | Laplace | None
-    thresholds: Any
-    accountant: str
-    options: dict
 
-    def __call__(self, params: Any) -> None:
-        from ..selection.calibrate import meets_thresholds
-
-        mechanism = self.privacy(params)
+    def actual(self, params: Mapping[str, Any], complete: bool) -> Mechanism | None:
+        view = params if complete else _Partial(params)
+        try:
+            mechanism = self.privacy(view)
+        except _Incomplete:
+            return None
+        except Exception as exc:  # noqa: BLE001 - reported by type only (the message is the user's)
+            raise CandidatePrivacyError(f"privacy(params) raised {type(exc).__name__} on a drawn candidate's "
+                                        "params; nothing was released") from None
+        if not complete and view.incomplete:  # it caught the deferral and fell back to something
+            return None
         if not isinstance(mechanism, Mechanism):
             raise CandidatePrivacyError(f"privacy(params) must return a Mechanism, got {type(mechanism).__name__}")
+        return mechanism if self.score_noise is None else compose(mechanism, self.score_noise)
+
+    def problem(self, params: Mapping[str, Any], complete: bool = True) -> str | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def __call__(self, params: Mapping[str, Any]) -> None:
+        """Raise [`CandidatePrivacyError`][privselect.errors.CandidatePrivacyError] if ``params`` fail the check."""
+        problem = self.problem(params)
+        if problem is not None:
+            raise CandidatePrivacyError(problem)
+
+
+@dataclass(frozen=True)
+class _LawCheck(CandidateCheck):
+    """The candidate's mechanism must be the one the mixture certificate assumed for its declared values."""
+
+    names: tuple[str, ...] = ()
+    continuous: frozenset = frozenset()
+    mechanisms: tuple = ()
+
+    def problem(self, params: Mapping[str, Any], complete: bool = True) -> str | None:
+        try:
+            actual = self.actual(params, complete)
+        except CandidatePrivacyError as exc:
+            return str(exc)
+        if actual is None:
+            return None
+        declared = {name: params[name] for name in self.names if name in params and name not in self.continuous}
+        try:
+            assumed = probe_privacy(self.privacy, Probe(self.names, declared, self.continuous))
+        except Exception as exc:  # noqa: BLE001 - a declared hyperparameter it reads is missing from the candidate
+            return (f"privacy(params) could not be evaluated on the candidate's declared hyperparameters alone "
+                    f"({type(exc).__name__}): the candidate lacks one that the certificate's law reads; nothing was "
+                    "released")
         if self.score_noise is not None:
-            mechanism = compose(mechanism, self.score_noise)
-        if not meets_thresholds(mechanism, self.thresholds, accountant=self.accountant, **self.options):
-            th = self.thresholds
-            raise CandidatePrivacyError(
-                f"a drawn candidate ({mechanism!r}) exceeds the Cor. 6.2 thresholds ({th.eps1:.4g}, {th.delta1:.3g}) "
+            assumed = compose(assumed, self.score_noise)
+        if actual == assumed and assumed in self.mechanisms:
+            return None
+        reason = ("the declared hyperparameters take a value outside their declared law" if actual == assumed else
+                  "privacy(params) depends on something the declaration does not cover (an undeclared "
+                  "hyperparameter, a default, or state other than params)")
+        return (f"a drawn candidate's privacy is {actual!r}, but the certificate assumed {assumed!r} for it: {reason}. "
+                f"Declare the law of every hyperparameter that privacy(params) reads (declared: "
+                f"{', '.join(self.names)}); nothing was released")
+
+
+@dataclass(frozen=True)
+class _Cor62Check(CandidateCheck):
+    """Refuse a candidate above the Cor. 6.2 thresholds."""
+
+    thresholds: Any = None
+    accountant: str = "auto"
+    options: dict = field(default_factory=dict)
+
+    def problem(self, params: Mapping[str, Any], complete: bool = True) -> str | None:
+        from ..selection.calibrate import meets_thresholds
+
+        try:
+            mechanism = self.actual(params, complete)
+        except CandidatePrivacyError as exc:
+            return str(exc)
+        if mechanism is None or meets_thresholds(mechanism, self.thresholds, accountant=self.accountant,
+                                                 **self.options):
+            return None
+        th = self.thresholds
+        return (f"a drawn candidate ({mechanism!r}) exceeds the Cor. 6.2 thresholds ({th.eps1:.4g}, {th.delta1:.3g}) "
                 f"and ({th.eps_hat:.4g}, {th.delta_hat:.3g}); nothing was released. Narrow the search space or raise "
                 "base_epsilon.")
 

@@ -23,7 +23,8 @@ import numpy as np
 from .. import _validation as check
 
 __all__ = ["Uniform", "LogUniform", "IntUniform", "Choice", "Distribution", "SearchSpace", "draw",
-           "sample_candidates", "validate_space", "privacy_law", "MAX_ENUMERATED_CANDIDATES"]
+           "sample_candidates", "validate_space", "privacy_law", "probe_privacy", "Probe", "UndeclaredAccess",
+           "MAX_ENUMERATED_CANDIDATES"]
 
 # A finite space with more combinations than this is not enumerated for the mixture certificate.
 MAX_ENUMERATED_CANDIDATES = 100_000
@@ -183,30 +184,91 @@ class _NotEnumerated(LookupError):
     """``privacy(params)`` read a finite hyperparameter that is not enumerated yet."""
 
 
-class _Probe(Mapping):
-    """The params a privacy callable sees while its law is enumerated.
+class UndeclaredAccess(ValueError):
+    """``privacy(params)`` read a hyperparameter that is not declared, or iterated over params.
 
-    Reading a continuous hyperparameter raises [`ContinuousDependence`][privselect.tuning.space.ContinuousDependence]; reading a finite
-    one that is not enumerated yet raises `_NotEnumerated` (it is then added).
+    Deliberately not a ``KeyError``: ``Mapping.get`` and ``in`` turn a KeyError into a default.
     """
 
-    def __init__(self, names: tuple[str, ...], values: dict[str, Any], continuous: frozenset[str]) -> None:
-        self._names, self._values, self._continuous = names, values, continuous
+
+_ITERATION = ("privacy(params) iterated over params (a for loop, keys(), values(), items(), len() or dict(params)): "
+              "read each hyperparameter by name, params['name'], so that privselect knows which ones the privacy "
+              "depends on")
+
+
+class Probe(Mapping):
+    """The params a privacy callable sees while its law is enumerated (and when a candidate is checked).
+
+    Every access is by name: reading a continuous hyperparameter raises
+    [`ContinuousDependence`][privselect.tuning.space.ContinuousDependence]; a finite one that is not enumerated yet
+    raises `_NotEnumerated` (it is then added); an undeclared name, through ``[]``, ``get`` or
+    ``in``, and any iteration (``keys()``, ``values()``, ``items()``, ``len``, ``for``) raise
+    [`UndeclaredAccess`][privselect.tuning.space.UndeclaredAccess]. Each is also recorded in ``refused``, so a callable that
+    catches the exception and falls back to a default is refused all the same.
+    """
+
+    def __init__(self, names: tuple[str, ...], values: Mapping[str, Any], continuous: frozenset[str]) -> None:
+        self._names, self._values, self._continuous = names, dict(values), continuous
+        self.refused: list[LookupError | ValueError] = []
+
+    def _refuse(self, error: LookupError | ValueError):
+        self.refused.append(error)
+        raise error
 
     def __getitem__(self, name: str) -> Any:
+        if not isinstance(name, str) or name not in self._names:
+            self._refuse(UndeclaredAccess(f"privacy(params) read {name!r}, which is not declared: the certificate "
+                                          "covers only hyperparameters whose law it knows (the search space; for a "
+                                          "PrivateStudy, privacy_space). Declare its law there, e.g. "
+                                          f"{{{name!r}: Choice([...])}}; declared: {', '.join(self._names)}"))
         if name in self._continuous:
-            raise ContinuousDependence(name)
+            self._refuse(ContinuousDependence(name))
         if name not in self._values:
-            if name in self._names:
-                raise _NotEnumerated(name)
-            raise KeyError(name)
+            self._refuse(_NotEnumerated(name))
         return self._values[name]
 
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name]
+
+    def __contains__(self, name: object) -> bool:
+        if isinstance(name, str) and name in self._names:
+            return True  # a declared hyperparameter is always present (its value is not read)
+        self[name]  # type: ignore[index] - refuses the undeclared name
+        return True  # pragma: no cover - the line above raises
+
     def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
+        self._refuse(UndeclaredAccess(_ITERATION))
 
     def __len__(self) -> int:
-        return len(self._names)
+        self._refuse(UndeclaredAccess(_ITERATION))
+
+    def keys(self):
+        self._refuse(UndeclaredAccess(_ITERATION))
+
+    values = items = keys
+
+    def __eq__(self, other: object) -> bool:
+        self._refuse(UndeclaredAccess(_ITERATION))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def first_refusal(self) -> LookupError | ValueError | None:
+        return self.refused[0] if self.refused else None
+
+
+def probe_privacy(privacy: Callable[[Any], Any], probe: Probe) -> Any:
+    """``privacy(probe)``, raising the probe's first refusal even if the callable caught it."""
+    try:
+        result = privacy(probe)
+    except Exception:
+        refusal = probe.first_refusal()
+        if refusal is None:
+            raise
+        raise refusal from None
+    refusal = probe.first_refusal()
+    if refusal is not None:
+        raise refusal
+    return result
 
 
 def privacy_law(space: SearchSpace, privacy: Callable[[Any], Any], transform: Callable[[Any], Any] = lambda m: m):
@@ -215,7 +277,9 @@ def privacy_law(space: SearchSpace, privacy: Callable[[Any], Any], transform: Ca
     Only the hyperparameters that ``privacy`` reads are enumerated (discovered by reading:
     a read of a new finite hyperparameter adds it and starts again), each with its sampling
     probabilities (``Choice``, ``IntUniform``); the others integrate out. A read of a
-    hyperparameter with a continuous law raises [`ContinuousDependence`][privselect.tuning.space.ContinuousDependence], naming it.
+    hyperparameter with a continuous law raises [`ContinuousDependence`][privselect.tuning.space.ContinuousDependence], naming it;
+    a read of an undeclared name, or iteration over params, raises
+    [`UndeclaredAccess`][privselect.tuning.space.UndeclaredAccess] (see [`Probe`][privselect.tuning.space.Probe]).
     Equal mechanisms are merged. Returns a
     [`HyperparameterMixture`][privselect.accounting.average.HyperparameterMixture].
     """
@@ -242,7 +306,7 @@ def _enumerate(names, supports, continuous, privacy, transform):
     weights: dict[Any, float] = {}
     for combination in itertools.product(*supports.values()):
         values = dict(zip(supports, (value for value, _ in combination)))
-        mechanism = privacy(_Probe(names, values, continuous))
+        mechanism = probe_privacy(privacy, Probe(names, values, continuous))
         if not isinstance(mechanism, Mechanism):
             raise TypeError(f"privacy(params) must return a Mechanism, got {type(mechanism).__name__} "
                             f"for params {values!r}")

@@ -30,9 +30,10 @@ from ..selection.calibrate import largest_mean
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from .backends import BACKENDS
-from .engine import (RunSeeds, SelectionPlan, TrainerContractError, dry_run, run_selection, split_return)
+from .engine import (RunSeeds, SelectionPlan, StopSelection, TrainerContractError, dry_run, released, run_selection,
+                     split_return)
 from .pipeline import FinalRun, run_pipeline, split_records, tuning_rate_of
-from .privacy import CandidatePrivacyError, RunPrivacy
+from .privacy import CandidateCheck, CandidatePrivacyError, RunPrivacy
 from .space import SearchSpace, draw, validate_space
 
 __all__ = ["PrivateTuner", "TuningResult", "BACKENDS", "score_and_output"]
@@ -77,13 +78,14 @@ class _TrainerTask:
 
     train: Callable[..., Any]
     space: SearchSpace
-    candidate_check: Callable[[Any], None] | None = None
-    fatal: tuple[type[BaseException], ...] = (TrainerContractError, CandidatePrivacyError)
+    candidate_check: CandidateCheck | None = None
 
     def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
         params = draw(self.space, seeds.params_rng())
-        if self.candidate_check is not None:
-            self.candidate_check(params)
+        if self.candidate_check is not None:  # before the data is touched; depends on the seed alone
+            problem = self.candidate_check.problem(params)
+            if problem is not None:
+                raise StopSelection(CandidatePrivacyError(problem))
         return self.train(params, data, seeds.train_rng()), params, None
 
 
@@ -254,9 +256,13 @@ class PrivateTuner:
 
         Raises [`AllRunsFailedError`][privselect.tuning.engine.AllRunsFailedError] (no run data) if every
         run failed, and [`RandomnessLeakError`][privselect.tuning.guard.RandomnessLeakError] if the winner
-        holds randomness state (``release="refuse"``).
+        holds randomness state (``release="refuse"``). Every exception leaves from a clean frame
+        ([`released`][privselect.tuning.engine.released]): its traceback holds no run data, K or seed.
         """
         certificate = self.certificate  # data-independent; computed before anything runs
+        return released(self._run, data, certificate)
+
+    def _run(self, data: Any, certificate: Certificate) -> TuningResult:
         if self.pipeline:
             selected, final_output = run_pipeline(self._task(), data, self._plan(), final=self.final,
                                                   tuning_rate=self.tuning_rate, split=self.split)

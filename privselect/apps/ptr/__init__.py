@@ -11,11 +11,13 @@
   certified by KRW Thm 5.2, and the Liu-Talwar certificate for the same tuning;
 * [`model_selection`][privselect.apps.ptr.model_selection]: [`PrivateRegressorSelection`][privselect.apps.ptr.PrivateRegressorSelection], a private choice among private
   regressors (AdaSSP, AdaOPS, OPS-PTR) with one certificate;
+* [`table`][privselect.apps.ptr.table]: [`load_table`][privselect.apps.ptr.load_table], a user's own table mapped into public bounds;
 * [`data`][privselect.apps.ptr.data]: a loader for the UCI regression files (takes a path).
 """
 
 from .baselines import AdaOPSRegressor, NonPrivateRidge, OutputPerturbationRegressor, output_perturbation_alpha
 from .data import UCI_DATASETS, load_uci, read_numeric_table
+from .table import Table, load_table, read_table
 from .gptr import BOTTOM, GaussianBound, GeneralizedPTR, LaplaceBound, PTRResult, analytic_gaussian_sigma
 from .ops import (
     ops_delta,
@@ -60,5 +62,5 @@ __all__ = [
     "OutputPerturbationRegressor", "AdaOPSRegressor", "NonPrivateRidge", "output_perturbation_alpha",
     "TunedOPSPTRRegressor", "PrivateRegressorSelection", "RunBudget", "profile_run_budget", "selection_run_budget", "liu_talwar_run_budget", "LiuTalwarCertificate",
     "liu_talwar_certificate", "default_tuning_k",
-    "load_uci", "read_numeric_table", "UCI_DATASETS",
+    "load_uci", "read_numeric_table", "UCI_DATASETS", "load_table", "read_table", "Table",
 ]

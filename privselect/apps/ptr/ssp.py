@@ -35,7 +35,7 @@ from .gptr import analytic_gaussian_sigma
 from .regression import PrivateLinearRegressor
 
 __all__ = ["AdaSSPRegressor", "AdaSSPWangRegressor", "SSPRidgeSelectionRegressor", "TrivialRegressor",
-           "releases_lambda_min", "ssp_ridge", "pure_dp_gdp_mu", "DEFAULT_RIDGE_MULTIPLIERS", "LAMBDA_MIN_SHARE",
+           "releases_lambda_min", "ssp_ridge", "pure_dp_gdp_mu", "exponential_mechanism_probabilities", "DEFAULT_RIDGE_MULTIPLIERS", "LAMBDA_MIN_SHARE",
            "MIN_SELECTION_STRENGTH"]
 
 #: ``release_lambda_min="auto"``: lambda_min(X^T X) is taken to be at most this share of its public
@@ -171,6 +171,22 @@ class AdaSSPRegressor(PrivateLinearRegressor):
         d = getattr(self, "n_features_in_", None)
         return self.privacy_for(d)
 
+    def release_statistics(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator):
+        """The private releases on clipped data: (lambda~ or 0, X^T X~, X^T y~).
+
+        lambda~ = max(lambda_min + sigma_1 Z + sigma_1 Phi^-1(rho), 0) (a lower bound with probability
+        about 1 - rho; utility only; three-release form), X^T X~ = X^T X + sigma_2 (Z + Z^T)/2,
+        X^T y~ = X^T y + sigma_3 z.
+        """
+        d = X.shape[1]
+        s1, s2, s3 = self.noise_scales(d)
+        xtx = X.T @ X
+        lam_lower = 0.0
+        if s1 > 0:
+            lam_min = float(max(np.linalg.eigvalsh(xtx)[0], 0.0))
+            lam_lower = max(lam_min + s1 * rng.standard_normal() + s1 * float(special.ndtri(self.rho)), 0.0)
+        return lam_lower, _noisy_gram(xtx, s2, rng, symmetrise=True), X.T @ y + s3 * rng.standard_normal(d)
+
     def fit(self, X, y):
         return self._fit_into(self, X, y)
 
@@ -182,14 +198,7 @@ class AdaSSPRegressor(PrivateLinearRegressor):
         Xc, yc = target._prepare(X, y)
         d = Xc.shape[1]
         s1, s2, s3 = self.noise_scales(d)
-        rng = self._rng()
-        xtx = Xc.T @ Xc
-        lam_lower = 0.0
-        if s1 > 0:
-            lam_min = float(max(np.linalg.eigvalsh(xtx)[0], 0.0))
-            lam_lower = max(lam_min + s1 * rng.standard_normal() + s1 * float(special.ndtri(rho)), 0.0)
-        xtx_noisy = _noisy_gram(xtx, s2, rng, symmetrise=True)
-        xty_noisy = Xc.T @ yc + s3 * rng.standard_normal(d)
+        lam_lower, xtx_noisy, xty_noisy = self.release_statistics(Xc, yc, self._rng())
         alpha = max(0.0, scale * ssp_ridge(d, s2, rho) - lam_lower)
         target.noise_scales_ = (s1, s2, s3)
         target.lambda_min_released_ = s1 > 0
@@ -269,6 +278,23 @@ def pure_dp_gdp_mu(epsilon: float) -> float:
     return 2.0 * float(special.ndtri(special.expit(check.positive("epsilon", epsilon))))
 
 
+def exponential_mechanism_probabilities(scores, epsilon: float, sensitivity: float, prior=None) -> np.ndarray:
+    """P(g) proportional to prior_g exp(-epsilon s_g / sensitivity): the exponential mechanism for losses s_g.
+
+    epsilon-DP when adding or removing a record moves every s_g by a value in [0, sensitivity]
+    (monotone losses; McSherry, Talwar 2007; Dwork, Roth 2014, Thm 3.10 and the remark after it),
+    for any fixed ``prior`` (default uniform).
+    """
+    scores = np.asarray(scores, dtype=float)
+    logits = -epsilon * scores / sensitivity
+    if prior is not None:
+        with np.errstate(divide="ignore"):
+            logits = logits + np.log(np.asarray(prior, dtype=float))
+    logits -= logits.max()
+    weights = np.exp(logits)
+    return weights / weights.sum()
+
+
 def _score_epsilon(mu: float) -> float:
     """Inverse of `pure_dp_gdp_mu`: the eps whose eps-DP is mu-GDP."""
     return float(special.log_ndtr(mu / 2) - special.log_ndtr(-mu / 2))
@@ -319,7 +345,7 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
        records: for fixed candidates adding a record raises every s_g by a value in
        [0, score_clip B_y^2] (monotone), so the exponential mechanism P(g) ~ exp(-eps_s s_g /
        (score_clip B_y^2)) is eps_s-DP (McSherry, Talwar 2007; Dwork, Roth 2014, Thm 3.10 and the
-       remark on monotone utilities). Sampled by the Gumbel-max trick; only theta_g leaves.
+       remark on monotone utilities; `exponential_mechanism_probabilities`). Only theta_g leaves.
 
     `privacy` = compose(Gaussian(m, B_x^2), Gaussian(m, B_x B_y), PureDP(eps_s)) (adaptive
     composition: the candidates depend on step 1's output only). ``m`` and eps_s are calibrated
@@ -433,8 +459,10 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
         coefs = np.column_stack(thetas)
         pred = np.clip(Xc @ coefs, -self.y_bound, self.y_bound)
         scores = np.minimum((yc[:, None] - pred) ** 2, clip).sum(axis=0)
-        choice = int(np.argmax(np.log(self._prior(multipliers)) - eps_s * scores / clip
-                               + rng.gumbel(size=len(scores))))
+        # Gumbel-max: argmax(log prior - eps_s s / clip + Gumbel) has law `exponential_mechanism_probabilities`
+        with np.errstate(divide="ignore"):  # a zero prior weight: log 0 = -inf, never chosen
+            log_prior = np.log(self._prior(multipliers))
+        choice = int(np.argmax(log_prior - eps_s * scores / clip + rng.gumbel(size=len(scores))))
         self.alpha_ = float(alphas[choice])
         self.choice_ = choice
         self.noise_scales_ = (0.0, s2, s3)

@@ -208,13 +208,23 @@ def estimators(eps: float, n_public: int, d: int, suite: str = "all") -> dict:
 
 
 def oracle_ridge_mse(eps: float, random_state: int, Xtr, ytr, Xte, yte) -> float:
-    """Not private: two-release AdaSSP with the ridge multiplier (or the trivial predictor) best on the test set."""
-    from privselect.apps.ptr.ssp import DEFAULT_RIDGE_MULTIPLIERS
+    """Not private: two-release AdaSSP with the ridge multiplier (or the trivial predictor) best on the test set.
 
-    mses = [float(np.mean((AdaSSPRegressor(epsilon=eps, delta=DELTA, release_lambda_min=False, ridge_scale=m,
-                                           random_state=random_state).fit(Xtr, ytr).predict(Xte) - yte) ** 2))
-            for m in DEFAULT_RIDGE_MULTIPLIERS]
-    return min(min(mses), float(np.mean(yte ** 2)))
+    One release of the statistics (the same noise as ``AdaSSPRegressor(release_lambda_min=False,
+    random_state=random_state)``, whose ridge scale does not enter the noise), then every ridge.
+    """
+    from privselect.apps.ptr.ops import clip_records
+    from privselect.apps.ptr.ssp import DEFAULT_RIDGE_MULTIPLIERS, ssp_ridge
+
+    est = AdaSSPRegressor(epsilon=eps, delta=DELTA, release_lambda_min=False)
+    Xc, yc = clip_records(Xtr, ytr, est.x_bound, est.y_bound)
+    d = Xc.shape[1]
+    _, gram, xty = est.release_statistics(Xc, yc, np.random.default_rng(random_state))
+    ridge = ssp_ridge(d, est.noise_scales(d)[1], est.rho)
+    Xt, _ = clip_records(Xte, None, est.x_bound, est.y_bound)
+    thetas = np.column_stack([np.linalg.solve(gram + m * ridge * np.eye(d), xty) for m in DEFAULT_RIDGE_MULTIPLIERS])
+    mses = np.mean((np.clip(Xt @ thetas, -est.y_bound, est.y_bound) - yte[:, None]) ** 2, axis=0)
+    return float(min(mses.min(), np.mean(yte ** 2)))
 
 
 def budgets(epsilons) -> list[dict]:

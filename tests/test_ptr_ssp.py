@@ -211,6 +211,8 @@ def test_trivial_predictor_is_a_candidate_of_the_regressor_selection():
     X, y = _data(n=50)
     est = CANDIDATE_BUILDERS["trivial"](1.0, 1e-6, {}, PrivateRegressorSelection(), 3).fit(X, y)
     assert isinstance(est, TrivialRegressor) and np.all(est.predict(X) == 0.0)
+    only = PrivateRegressorSelection(epsilon=1.0, candidates=({"method": "trivial"},), random_state=0).fit(X, y)
+    assert only.best_params_ == {"method": "trivial"} and not only.coef_.any()
 
 
 @pytest.mark.skipif(not (UCI_DIR / "elevators").is_dir(), reason="vendored UCI data missing")

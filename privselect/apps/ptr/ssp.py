@@ -90,11 +90,13 @@ class TrivialRegressor(PrivateLinearRegressor):
 
     Reads nothing from the data but its shape: 0-DP. A candidate wherever the library selects
     among regressors (with labels centred by a public constant it is the intercept-only model).
+    ``random_state`` is accepted and unused, so it fits every candidate interface.
     """
 
-    def __init__(self, x_bound: float = 1.0, y_bound: float = 1.0) -> None:
+    def __init__(self, x_bound: float = 1.0, y_bound: float = 1.0, random_state=None) -> None:
         self.x_bound = x_bound
         self.y_bound = y_bound
+        self.random_state = random_state
 
     def fit(self, X, y):
         check.positive("x_bound", self.x_bound)

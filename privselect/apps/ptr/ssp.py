@@ -49,6 +49,12 @@ MIN_SELECTION_STRENGTH = 25.0
 DEFAULT_RIDGE_MULTIPLIERS: tuple[float, ...] = tuple(2.0 ** k for k in range(-6, 5))
 
 
+@functools.lru_cache(maxsize=256)
+def _sigma_g(epsilon: float, delta: float) -> float:
+    """`analytic_gaussian_sigma`, cached (data-independent; called on every fit)."""
+    return analytic_gaussian_sigma(epsilon, delta)
+
+
 def ssp_ridge(d: int, sigma_xtx: float, rho: float = 0.05) -> float:
     """Wang's (2018, Alg. 2) ridge before the lambda_min correction: sqrt(d log(2 d^2 / rho)) sigma_XtX."""
     return math.sqrt(d * math.log(2 * d * d / rho)) * sigma_xtx
@@ -67,7 +73,7 @@ def releases_lambda_min(d: int, epsilon: float, delta: float, n_max: int | None,
     """
     if n_max is None:
         return False
-    sigma2 = x_bound ** 2 * math.sqrt(2.0) * analytic_gaussian_sigma(epsilon, delta)
+    sigma2 = x_bound ** 2 * math.sqrt(2.0) * _sigma_g(float(epsilon), float(delta))
     return LAMBDA_MIN_SHARE * n_max * x_bound ** 2 / d >= ssp_ridge(d, sigma2, rho)
 
 
@@ -156,14 +162,14 @@ class AdaSSPRegressor(PrivateLinearRegressor):
     def noise_scales(self, d: int | None = None) -> tuple[float, float, float]:
         """(sigma_lambda_min or 0, sigma_XtX, sigma_Xty): sensitivity x sqrt(r) sigma_G(eps, delta), r releases."""
         three = self._three_releases(d)
-        multiplier = math.sqrt(3.0 if three else 2.0) * analytic_gaussian_sigma(self.epsilon, self.delta)
+        multiplier = math.sqrt(3.0 if three else 2.0) * _sigma_g(float(self.epsilon), float(self.delta))
         return (self.x_bound ** 2 * multiplier if three else 0.0, self.x_bound ** 2 * multiplier,
                 self.x_bound * self.y_bound * multiplier)
 
     def privacy_for(self, d: int):
         """The composition of the Gaussian releases made on d features (exactly (eps, delta)-DP)."""
         three = self._three_releases(d)
-        m = math.sqrt(3.0 if three else 2.0) * analytic_gaussian_sigma(self.epsilon, self.delta)
+        m = math.sqrt(3.0 if three else 2.0) * _sigma_g(float(self.epsilon), float(self.delta))
         parts = [Gaussian(m, sensitivity=self.x_bound ** 2), Gaussian(m, sensitivity=self.x_bound * self.y_bound)]
         return compose(Gaussian(m, sensitivity=self.x_bound ** 2), *parts) if three else compose(*parts)
 
@@ -320,7 +326,7 @@ def _selection_calibration(epsilon: float, delta: float, score_share: float, x_b
     def excess(log_mu: float) -> float:
         return float(privacy_profile(mechanism(math.exp(log_mu))).epsilon(delta)) - epsilon
 
-    lo = math.log(1.0 / analytic_gaussian_sigma(epsilon, delta))  # mu-GDP overall: certified <= epsilon
+    lo = math.log(1.0 / _sigma_g(float(epsilon), float(delta)))  # mu-GDP overall: certified <= epsilon
     hi = lo + 0.5
     while excess(hi) <= 0:
         lo, hi = hi, hi + 0.5
@@ -408,7 +414,7 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
         """(noise multiplier of each statistics release, epsilon of the score's exponential mechanism or 0)."""
         if self.selects():
             return self._selection_calibration()
-        return math.sqrt(2.0) * analytic_gaussian_sigma(self.epsilon, self.delta), 0.0
+        return math.sqrt(2.0) * _sigma_g(float(self.epsilon), float(self.delta)), 0.0
 
     @property
     def privacy(self):

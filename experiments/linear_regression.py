@@ -338,7 +338,7 @@ def default_ratios(rows) -> dict:
 
 
 def _wins(rows, names, epsilons) -> dict:
-    """For each (protocol, dataset, eps): the private method with the lowest median MSE."""
+    """For each (protocol, dataset, eps): the private method(s) with the lowest median MSE (ties joined by " = ")."""
     out = {}
     for protocol in PROTOCOLS:
         for name in names:
@@ -346,7 +346,8 @@ def _wins(rows, names, epsilons) -> dict:
                 cell = [r for r in rows if r["protocol"] == protocol and r["dataset"] == name
                         and r["epsilon"] == eps and r["method"] in PRIVATE]
                 if cell:
-                    out[f"{protocol}:{name}@{eps:g}"] = min(cell, key=lambda r: r["median_mse"])["method"]
+                    best = min(r["median_mse"] for r in cell)
+                    out[f"{protocol}:{name}@{eps:g}"] = " = ".join(r["method"] for r in cell if r["median_mse"] == best)
     return out
 
 
@@ -356,15 +357,16 @@ def _present(rows, methods) -> list[str]:
 
 
 def win_counts(wins: dict, rows) -> dict:
-    """Cells won per private method (present in ``rows``) and protocol."""
+    """Cells won per private method (present in ``rows``) and protocol; a tie counts for every tied method."""
     counts = {p: {m: 0 for m in _present(rows, PRIVATE)} for p in PROTOCOLS}
-    for cell, method in wins.items():
-        counts[cell.split(":")[0]][method] += 1
+    for cell, methods in wins.items():
+        for method in methods.split(" = "):
+            counts[cell.split(":")[0]][method] += 1
     return counts
 
 
 def markdown_tables(rows, names, epsilons, wins) -> str:
-    """The README tables: median test MSE per (protocol, data set, eps); bold = best private method."""
+    """The README tables: median test MSE per (protocol, data set, eps); bold = best private method(s)."""
     out = []
     methods = _present(rows, METHODS)
     ptr = _present(rows, OPS_PRIVATE[:4])
@@ -380,7 +382,7 @@ def markdown_tables(rows, names, epsilons, wins) -> str:
             for eps in epsilons:
                 by = {r["method"]: r for r in cell if r["epsilon"] == eps}
                 best = wins[f"{protocol}:{name}@{eps:g}"]
-                vals = [f"**{by[m]['median_mse']:.4f}**" if m == best else f"{by[m]['median_mse']:.4f}"
+                vals = [f"**{by[m]['median_mse']:.4f}**" if m in best.split(" = ") else f"{by[m]['median_mse']:.4f}"
                         for m in methods]
                 ref = " | " + "/".join(f"{by[m]['refused_rate']:.2f}" for m in ptr) if ptr else ""
                 out.append(f"| {eps:g} | " + " | ".join(vals) + f"{ref} |")

@@ -35,7 +35,7 @@ from .gptr import analytic_gaussian_sigma
 from .regression import PrivateLinearRegressor
 
 __all__ = ["AdaSSPRegressor", "AdaSSPWangRegressor", "SSPRidgeSelectionRegressor", "TrivialRegressor",
-           "releases_lambda_min", "ssp_ridge", "pure_dp_gdp_mu", "exponential_mechanism_probabilities", "DEFAULT_RIDGE_MULTIPLIERS", "LAMBDA_MIN_SHARE",
+           "releases_lambda_min", "ssp_ridge", "pure_dp_gdp_mu", "exponential_mechanism_probabilities", "calibrate_ssp", "DEFAULT_RIDGE_MULTIPLIERS", "LAMBDA_MIN_SHARE",
            "MIN_SELECTION_STRENGTH"]
 
 #: ``release_lambda_min="auto"``: lambda_min(X^T X) is taken to be at most this share of its public
@@ -309,22 +309,28 @@ def _score_epsilon(mu: float) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def _selection_calibration(epsilon: float, delta: float, score_share: float, x_bound: float, y_bound: float
-                           ) -> tuple[float, float]:
-    """(noise multiplier of each statistics release, score epsilon) with certified epsilon(delta) = epsilon.
+def calibrate_ssp(epsilon: float, delta: float, pure_shares: tuple[float, ...], x_bound: float = 1.0,
+                  y_bound: float = 1.0) -> tuple[float, tuple[float, ...]]:
+    """Two SSP Gaussian releases plus pure-DP steps, calibrated so the certified epsilon(delta) is ``epsilon``.
 
-    The score gets GDP share sqrt(score_share) mu_total, turned into a pure eps by `_score_epsilon`;
-    the overall scale is then raised by root finding on the accountant's certified epsilon(delta)
-    of the declared composition (never above ``epsilon``).
+    Returns (noise multiplier m of each statistics release, the pure steps' epsilons). Pure step i
+    gets GDP share sqrt(pure_shares[i]) mu, turned into a pure epsilon that is at most that mu-GDP
+    (`pure_dp_gdp_mu`), the Gaussians the rest; the overall mu is then raised by root finding on the
+    accountant's certified epsilon(delta) of compose(Gaussian(m, B_x^2), Gaussian(m, B_x B_y),
+    PureDP(eps_1), ...) (never above ``epsilon``).
     """
+    rest = 1.0 - sum(pure_shares)
+    if not (0 < rest <= 1 and all(share > 0 for share in pure_shares)):
+        raise ValueError(f"pure_shares must be positive with sum < 1, got {pure_shares!r}")
 
-    def mechanism(mu: float):
-        m = math.sqrt(2.0) / (mu * math.sqrt(1.0 - score_share))
-        return compose(Gaussian(m, sensitivity=x_bound ** 2), Gaussian(m, sensitivity=x_bound * y_bound),
-                       PureDP(_score_epsilon(mu * math.sqrt(score_share))))
+    def parts(mu: float) -> tuple[float, tuple[float, ...]]:
+        return math.sqrt(2.0) / (mu * math.sqrt(rest)), tuple(_score_epsilon(mu * math.sqrt(s)) for s in pure_shares)
 
     def excess(log_mu: float) -> float:
-        return float(privacy_profile(mechanism(math.exp(log_mu))).epsilon(delta)) - epsilon
+        m, pure = parts(math.exp(log_mu))
+        mechanism = compose(Gaussian(m, sensitivity=x_bound ** 2), Gaussian(m, sensitivity=x_bound * y_bound),
+                            *(PureDP(e) for e in pure))
+        return float(privacy_profile(mechanism).epsilon(delta)) - epsilon
 
     lo = math.log(1.0 / _sigma_g(float(epsilon), float(delta)))  # mu-GDP overall: certified <= epsilon
     hi = lo + 0.5
@@ -337,8 +343,7 @@ def _selection_calibration(epsilon: float, delta: float, score_share: float, x_b
         lo = optimize.brentq(excess, lo, hi, xtol=1e-6)
         while excess(lo) > 0:
             lo -= 1e-6
-    mu = math.exp(lo)
-    return math.sqrt(2.0) / (mu * math.sqrt(1.0 - score_share)), _score_epsilon(mu * math.sqrt(score_share))
+    return parts(math.exp(lo))
 
 
 class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
@@ -393,8 +398,9 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
     def _selection_calibration(self) -> tuple[float, float]:
         self._check_common()
         share = check.open_unit("score_share", self.score_share)
-        return _selection_calibration(float(self.epsilon), float(self.delta), share, float(self.x_bound),
-                                      float(self.y_bound))
+        m, (eps_s,) = calibrate_ssp(float(self.epsilon), float(self.delta), (share,), float(self.x_bound),
+                                    float(self.y_bound))
+        return m, eps_s
 
     def selects(self) -> bool:
         """The public rule: select only if eps_s n_max >= `MIN_SELECTION_STRENGTH` (always without ``n_max``).

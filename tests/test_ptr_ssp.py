@@ -114,10 +114,23 @@ def test_wang_printed_adassp_ridge_and_noise_follow_the_printed_algorithm():
     ceiling = math.sqrt(3 * log6 * math.log(2 * 9 / 0.05)) / (eps / 3)
     lam_min = np.linalg.eigvalsh(X.T @ X)[0]
     assert ceiling - lam_min - 6 * math.sqrt(log6) / (eps / 3) <= fitted.alpha_ <= ceiling
-    # the upper triangle's noise is i.i.d. N(0, sigma^2): off-diagonal variance equals the diagonal's
-    coefs = np.array([AdaSSPWangRegressor(epsilon=eps, delta=delta, random_state=s).fit(X, y).coef_
-                      for s in range(200)])
-    assert np.all(np.isfinite(coefs))
+    # the upper triangle's noise is i.i.d. N(0, sigma^2), mirrored: off-diagonal variance equals the diagonal's
+    est = AdaSSPWangRegressor(epsilon=eps, delta=delta)
+    sigma = est.noise_multiplier()
+    rng = np.random.default_rng(0)
+    n = 4000
+    releases = [est.release_statistics(X, y, rng) for _ in range(n)]
+    xtx = np.array([r[1] for r in releases]) - X.T @ X
+    xty = np.array([r[2] for r in releases]) - X.T @ y
+    lam = np.array([r[0] for r in releases])
+    tol = 5 / math.sqrt(2 * n)
+    assert np.allclose(xtx, np.swapaxes(xtx, 1, 2))
+    assert np.diagonal(xtx, axis1=1, axis2=2).std(0) == pytest.approx(np.full(3, sigma), rel=tol)
+    assert xtx[:, 0, 1].std() == pytest.approx(sigma, rel=tol)
+    assert xty.std(0) == pytest.approx(np.full(3, sigma), rel=tol)
+    # lambda~ = max(lambda_min + sigma Z - log(6/delta)/(eps/3), 0): zero with probability Phi((shift - lambda_min)/sigma)
+    shift = log6 / (eps / 3)
+    assert np.mean(lam == 0) == pytest.approx(stats.norm.cdf((shift - lam_min) / sigma), abs=0.03)
 
 
 # ----------------------------------------------------------------------------------------

@@ -251,20 +251,25 @@ class AdaSSPWangRegressor(PrivateLinearRegressor):
         return compose(Gaussian(m, sensitivity=self.x_bound ** 2), Gaussian(m, sensitivity=self.x_bound ** 2),
                        Gaussian(m, sensitivity=self.x_bound * self.y_bound))
 
+    def release_statistics(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator):
+        """The three printed releases on clipped data: (lambda~, X^T X~, X^T y~)."""
+        m, bx2 = self.noise_multiplier(), self.x_bound ** 2
+        xtx = X.T @ X
+        lam_min = float(max(np.linalg.eigvalsh(xtx)[0], 0.0))
+        shift = bx2 * math.log(6 / self.delta) / (self.epsilon / 3)
+        lam_lower = max(lam_min + m * bx2 * rng.standard_normal() - shift, 0.0)
+        xtx_noisy = _noisy_gram(xtx, m * bx2, rng, symmetrise=False)
+        return lam_lower, xtx_noisy, X.T @ y + m * self.x_bound * self.y_bound * rng.standard_normal(X.shape[1])
+
     def fit(self, X, y):
         self._check_common()
         rho = check.open_unit("rho", self.rho)
         Xc, yc = self._prepare(X, y)
         d = Xc.shape[1]
-        rng = self._rng()
-        m, bx2 = self.noise_multiplier(), self.x_bound ** 2
+        lam_lower, xtx_noisy, xty_noisy = self.release_statistics(Xc, yc, self._rng())
         log6 = math.log(6 / self.delta)
-        xtx = Xc.T @ Xc
-        lam_min = float(max(np.linalg.eigvalsh(xtx)[0], 0.0))
-        lam_lower = max(lam_min + m * bx2 * rng.standard_normal() - bx2 * log6 / (self.epsilon / 3), 0.0)
-        alpha = max(0.0, math.sqrt(d * log6 * math.log(2 * d * d / rho)) * bx2 / (self.epsilon / 3) - lam_lower)
-        xtx_noisy = _noisy_gram(xtx, m * bx2, rng, symmetrise=False)
-        xty_noisy = Xc.T @ yc + m * self.x_bound * self.y_bound * rng.standard_normal(d)
+        alpha = max(0.0, math.sqrt(d * log6 * math.log(2 * d * d / rho)) * self.x_bound ** 2 / (self.epsilon / 3)
+                    - lam_lower)
         self.alpha_ = alpha
         self.coef_ = _solve(xtx_noisy + alpha * np.eye(d), xty_noisy)
         self.intercept_ = 0.0

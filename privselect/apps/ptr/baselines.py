@@ -86,6 +86,7 @@ class OutputPerturbationRegressor(PrivateLinearRegressor):
 
     ``alpha`` and ``theta_bound`` are public hyperparameters (see [`output_perturbation_alpha`][privselect.apps.ptr.baselines.output_perturbation_alpha]).
     Fitted: ``coef_``, ``noise_scale_`` (Gamma scale Delta/eps, or the Gaussian standard deviation).
+    Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float | None = 1e-6, alpha: float = 10.0,
@@ -160,6 +161,7 @@ class AdaOPSRegressor(PrivateLinearRegressor):
     C1 B_x^4 (1 + B_x^2/(t + lambda~))^(2 C2)/(t + lambda~) + t over t >= the privacy floor, with
     C1 = (d/2 + sqrt(d log 20) + log 20) log(2/delta_ops)/(eps_ops/2)^2 and C2 = ln(1/(2 p_2))/eps_2.
     Fitted: ``coef_``, ``alpha_``, ``gamma_``, ``lambda_lower_``, ``log_norm_upper_`` (private releases).
+    Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, x_bound: float = 1.0, y_bound: float = 1.0,
@@ -212,7 +214,10 @@ class AdaOPSRegressor(PrivateLinearRegressor):
 
 
 class NonPrivateRidge(PrivateLinearRegressor):
-    """Non-private ridge (alpha -> 0: least squares) with the same clipping rule: a reference, not DP."""
+    """Non-private ridge (alpha -> 0: least squares) with the same clipping rule: a reference, not DP.
+
+    Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
+    """
 
     def __init__(self, alpha: float = 1e-6, x_bound: float = 1.0, y_bound: float = 1.0) -> None:
         self.alpha = alpha

@@ -123,6 +123,7 @@ class PrivateRegressorSelection(PrivateLinearRegressor):
     Fitted: ``coef_``, ``best_params_`` (the winning candidate), ``run_budget_``,
     ``run_privacy_`` (one run's mechanism description), ``certificate_``. The winner was fitted
     on the training part only; refitting it on all data would be another release.
+    Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, k: KDistribution | None = None,

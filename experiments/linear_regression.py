@@ -1,9 +1,10 @@
 """Private linear regression (KRW Sec. 6.1, Fig. 5): which private regressor to use, test MSE vs eps, two protocols.
 
-Data: scikit-learn's diabetes and UCI regression sets read with [`privselect.apps.ptr.load_uci`][privselect.apps.ptr.load_uci]
-from ``experiments/data/uci`` (``--data-dir`` elsewhere). Two preprocessing protocols:
+Data: the nine UCI regression sets of Wang (2018)'s size table, from ``experiments/data/uci``
+(``--data-dir`` elsewhere); scikit-learn's diabetes with ``--datasets diabetes``. Two preprocessing protocols:
 
-* ``public`` (every private quantity private): each feature is mapped affinely from its public
+* ``public`` (every private quantity private; read with [`privselect.apps.ptr.load_table`][privselect.apps.ptr.load_table]):
+  each feature is mapped affinely from its public
   range [lo, hi] to [-1, 1], a constant 1 is appended (the intercept), and every row is divided by
   sqrt(d + 1), so ||x|| <= 1 = B_x; the target is mapped from its public range to [-1, 1]. The
   "public range" is the column's min/max over the whole file rounded outward to two significant
@@ -17,7 +18,8 @@ and every hyperparameter is a function of public quantities: the public bound on
 records is the size of the distributed file (UCI's "number of instances"), never the private
 training-set size. 10-fold CV x ``seeds`` seeds; median test MSE on the label scale of the protocol.
 
-``python -m experiments.linear_regression [--quick] [--seeds S] [--datasets a,b] [--data-dir DIR] [--out-dir DIR]``.
+``python -m experiments.linear_regression [--quick] [--suite ssp|all] [--seeds S] [--datasets a,b] [--data-dir DIR] [--out-dir DIR]``.
+Suite ``ssp`` (default) writes ``linear_regression_ssp*``; ``all`` writes ``linear_regression*``.
 """
 
 from __future__ import annotations
@@ -38,36 +40,51 @@ from threadpoolctl import threadpool_limits
 from privselect.apps.ptr import (
     AdaOPSRegressor,
     AdaSSPRegressor,
+    AdaSSPWangRegressor,
     NonPrivateRidge,
     OPSPTRRegressor,
     OPSRegressor,
     OutputPerturbationRegressor,
     PrivateRegressorSelection,
+    SSPRidgeSelectionRegressor,
+    TrivialRegressor,
     TunedOPSPTRRegressor,
     liu_talwar_certificate,
+    load_table,
     liu_talwar_run_budget,
     load_uci,
     output_perturbation_alpha,
     profile_run_budget,
 )
-from privselect.apps.ptr.data import load_diabetes_raw
+from privselect.apps.ptr.data import UCI_DATASETS, load_diabetes_raw
 from privselect.selection import Geometric
 
 from . import _common as c
 
 NAME = "linear_regression"
-DATASETS = ("diabetes", "airfoil", "concrete", "wine", "bike", "elevators")
-QUICK_DATASETS = ("diabetes",)
+#: The 9 UCI sets of Wang (2018)'s size table vendored in experiments/data/uci (diabetes: --datasets diabetes).
+DATASETS = ("airfoil", "autompg", "bike", "concrete", "elevators", "energy", "housing", "wine", "yacht")
+QUICK_DATASETS = ("yacht",)
+#: "ssp": the fast suite (SSP family, Wang's printed AdaSSP, output perturbation, OPS-DI, trivial) for
+#: many seeds; "all": every method, including the tuned OPS-PTR variants and the selection among
+#: regressors (seconds per fit on elevators: run with one seed).
+SUITES = ("ssp", "all")
 PROTOCOLS = ("public", "wang")
 EPSILONS = (0.1, 1.0, 10.0)
 DELTA = 1e-6
 MEAN_K = 10.0
 THETA_BOUND = 2.0  # output perturbation's public ball (the ridge solutions here have norm ~1.5-4)
-PRIVATE = ("OPS-PTR (default)", "OPS-PTR tuned (default K)", "OPS-PTR tuned (Thm 5.2)", "OPS-PTR tuned (Liu-Talwar)", "private selection",
-           "output perturbation", "AdaOPS", "AdaSSP", "OPS (data-independent)")
-METHODS = PRIVATE + ("non-private OLS", "trivial (0)")
+SSP_PRIVATE = ("SSP ridge selection", "AdaSSP (2 releases)", "AdaSSP (3 releases)", "AdaSSP (Wang, printed)",
+               "output perturbation", "OPS (data-independent)", "trivial (0)")
+OPS_PRIVATE = ("OPS-PTR (default)", "OPS-PTR tuned (default K)", "OPS-PTR tuned (Thm 5.2)", "OPS-PTR tuned (Liu-Talwar)",
+               "private selection", "AdaOPS")
+PRIVATE = SSP_PRIVATE + OPS_PRIVATE
+REFERENCES = ("oracle ridge (test set)", "non-private OLS")
+METHODS = PRIVATE + REFERENCES
 SHORT = {"OPS-PTR (default)": "PTR", "OPS-PTR tuned (default K)": "PTR-T", "OPS-PTR tuned (Thm 5.2)": "PTR-5.2", "OPS-PTR tuned (Liu-Talwar)": "PTR-LT",
-         "private selection": "Select", "output perturbation": "OutPert", "AdaOPS": "AdaOPS", "AdaSSP": "AdaSSP",
+         "private selection": "Select", "output perturbation": "OutPert", "AdaOPS": "AdaOPS",
+         "SSP ridge selection": "SSP-sel", "AdaSSP (2 releases)": "AdaSSP-2", "AdaSSP (3 releases)": "AdaSSP-3",
+         "AdaSSP (Wang, printed)": "Wang", "oracle ridge (test set)": "oracle",
          "OPS (data-independent)": "OPS-DI", "non-private OLS": "OLS", "trivial (0)": "0"}
 STYLE = {
     "OPS-PTR (default)": dict(color=c.COLORS[6], marker="*", linestyle="-", linewidth=1.2),
@@ -77,7 +94,11 @@ STYLE = {
     "private selection": dict(color="tab:brown", marker="P", linestyle="-", linewidth=1.6),
     "output perturbation": dict(color=c.COLORS[2], marker="^", linestyle="-", linewidth=1.2),
     "AdaOPS": dict(color=c.COLORS[3], marker="v", linestyle="-", linewidth=1.2),
-    "AdaSSP": dict(color=c.COLORS[4], marker="D", linestyle="-", linewidth=1.2),
+    "SSP ridge selection": dict(color="tab:red", marker="o", linestyle="-", linewidth=1.8),
+    "AdaSSP (2 releases)": dict(color=c.COLORS[4], marker="D", linestyle="-", linewidth=1.2),
+    "AdaSSP (3 releases)": dict(color=c.COLORS[4], marker="d", linestyle="--", linewidth=1.0),
+    "AdaSSP (Wang, printed)": dict(color="tab:gray", marker="s", linestyle="-.", linewidth=1.0),
+    "oracle ridge (test set)": dict(color="black", linestyle="--", linewidth=1.0),
     "OPS (data-independent)": dict(color=c.COLORS[5], marker="x", linestyle="-", linewidth=1.2),
     "non-private OLS": dict(color="black", linestyle=":", linewidth=1.4),
     "trivial (0)": dict(color=c.COLORS[7], linestyle="--", linewidth=1.0),
@@ -97,13 +118,36 @@ def public_range(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def preprocess(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Protocol "public": per-record maps with public constants (features to [-1, 1] + intercept, rows / sqrt(d+1); y to [-1, 1])."""
+    """Protocol "public" on arrays (diabetes): the maps of `privselect.apps.ptr.load_table` with the stand-in ranges."""
     lo, hi = public_range(X)
     span = np.where(hi > lo, hi - lo, 1.0)
     Z = (2 * X - (lo + hi)) / span
     Z = np.hstack([Z, np.ones((len(Z), 1))]) / math.sqrt(X.shape[1] + 1)
     ylo, yhi = public_range(y)
     return Z, (2 * y - (ylo + yhi)) / (yhi - ylo)
+
+
+def load_public(name: str, data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Protocol "public" for a UCI set: `privselect.apps.ptr.load_table` on its files with the stand-in public ranges.
+
+    The ranges (column min/max of the file rounded outward, `public_range`) stand in for a data
+    dictionary; load_table itself never reads a bound from the data. A column constant in the file
+    gets the range [v - 1, v + 1].
+    """
+    spec = UCI_DATASETS[name]
+    raw = load_uci(name, data_dir)  # the column ranges of the stand-in data dictionary
+    files = [data_dir / f for f in spec.files]
+    width = raw.X.shape[1] + 1 + len(spec.drop)
+    target = spec.target - 1 if spec.target > 0 else width + spec.target
+    drop = {c - 1 if c > 0 else width + c for c in spec.drop}
+    features = [c for c in range(width) if c != target and c not in drop]
+    lo, hi = public_range(raw.X)
+    ylo, yhi = public_range(raw.y)
+    bounds = {c: ((a, b) if b > a else (a - 1, a + 1)) for c, a, b in zip(features, lo, hi)}
+    bounds[target] = (ylo, yhi)
+    table = load_table(files, target=target, header=False, sep=spec.separator, features=features,
+                       target_transform=spec.transform, bounds=bounds)
+    return table.X, table.y
 
 
 def wang_protocol(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,18 +168,34 @@ PREPROCESS = {"public": preprocess, "wang": wang_protocol}
 
 def load(name: str, data_dir: Path | None = None, protocol: str = "public") -> tuple[np.ndarray, np.ndarray]:
     """Data set ``name`` preprocessed by ``protocol`` (see the module docstring)."""
+    data_dir = data_dir if data_dir is not None else default_data_dir()
     if name == "diabetes":
         X, y = load_diabetes_raw()
+    elif protocol == "public":
+        return load_public(name, Path(data_dir))
     else:
-        data = load_uci(name, data_dir if data_dir is not None else default_data_dir())
+        data = load_uci(name, data_dir)
         X, y = data.X, data.y
     return PREPROCESS[protocol](X, y)
 
 
-def estimators(eps: float, n_public: int, d: int) -> dict:
-    """Every private method at (eps, DELTA); hyperparameters use public quantities only (``n_public``: a public
-    upper bound on the number of records, the size of the distributed file)."""
-    return {
+def estimators(eps: float, n_public: int, d: int, suite: str = "all") -> dict:
+    """Every private method of ``suite`` at (eps, DELTA); hyperparameters use public quantities only (``n_public``:
+    a public upper bound on the number of records, the size of the distributed file)."""
+    ssp = {
+        "SSP ridge selection": SSPRidgeSelectionRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
+        "AdaSSP (2 releases)": AdaSSPRegressor(epsilon=eps, delta=DELTA, release_lambda_min=False),
+        "AdaSSP (3 releases)": AdaSSPRegressor(epsilon=eps, delta=DELTA, release_lambda_min=True),
+        "AdaSSP (Wang, printed)": AdaSSPWangRegressor(epsilon=eps, delta=DELTA),
+        "output perturbation": OutputPerturbationRegressor(
+            epsilon=eps, delta=DELTA, theta_bound=THETA_BOUND,
+            alpha=output_perturbation_alpha(n_public, d, eps, DELTA, theta_bound=THETA_BOUND)),
+        "OPS (data-independent)": OPSRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
+        "trivial (0)": TrivialRegressor(),
+    }
+    if suite == "ssp":
+        return ssp
+    return ssp | {
         "OPS-PTR (default)": OPSPTRRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
         "OPS-PTR tuned (default K)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
         "OPS-PTR tuned (Thm 5.2)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, k=Geometric(mean=MEAN_K),
@@ -143,13 +203,28 @@ def estimators(eps: float, n_public: int, d: int) -> dict:
         "OPS-PTR tuned (Liu-Talwar)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, k=Geometric(mean=MEAN_K),
                                                            accounting="liu-talwar", n_max=n_public),
         "private selection": PrivateRegressorSelection(epsilon=eps, delta=DELTA, n_max=n_public),
-        "output perturbation": OutputPerturbationRegressor(
-            epsilon=eps, delta=DELTA, theta_bound=THETA_BOUND,
-            alpha=output_perturbation_alpha(n_public, d, eps, DELTA, theta_bound=THETA_BOUND)),
         "AdaOPS": AdaOPSRegressor(epsilon=eps, delta=DELTA),
-        "AdaSSP": AdaSSPRegressor(epsilon=eps, delta=DELTA),
-        "OPS (data-independent)": OPSRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
     }
+
+
+def oracle_ridge_mse(eps: float, random_state: int, Xtr, ytr, Xte, yte) -> float:
+    """Not private: two-release AdaSSP with the ridge multiplier (or the trivial predictor) best on the test set.
+
+    One release of the statistics (the same noise as ``AdaSSPRegressor(release_lambda_min=False,
+    random_state=random_state)``, whose ridge scale does not enter the noise), then every ridge.
+    """
+    from privselect.apps.ptr.ops import clip_records
+    from privselect.apps.ptr.ssp import DEFAULT_RIDGE_MULTIPLIERS, ssp_ridge
+
+    est = AdaSSPRegressor(epsilon=eps, delta=DELTA, release_lambda_min=False)
+    Xc, yc = clip_records(Xtr, ytr, est.x_bound, est.y_bound)
+    d = Xc.shape[1]
+    _, gram, xty = est.release_statistics(Xc, yc, np.random.default_rng(random_state))
+    ridge = ssp_ridge(d, est.noise_scales(d)[1], est.rho)
+    Xt, _ = clip_records(Xte, None, est.x_bound, est.y_bound)
+    thetas = np.column_stack([np.linalg.solve(gram + m * ridge * np.eye(d), xty) for m in DEFAULT_RIDGE_MULTIPLIERS])
+    mses = np.mean((np.clip(Xt @ thetas, -est.y_bound, est.y_bound) - yte[:, None]) ** 2, axis=0)
+    return float(min(mses.min(), np.mean(yte ** 2)))
 
 
 def budgets(epsilons) -> list[dict]:
@@ -174,7 +249,7 @@ def budgets(epsilons) -> list[dict]:
     return rows
 
 
-def _run_data_set(protocol: str, name: str, data_dir: Path, epsilons, folds: int, seeds: int):
+def _run_data_set(protocol: str, name: str, data_dir: Path, epsilons, folds: int, seeds: int, suite: str):
     """All fits of one (protocol, data set): summary rows and raw per-fit rows."""
     raw, rows = [], []
     with threadpool_limits(1), warnings.catch_warnings():
@@ -187,11 +262,17 @@ def _run_data_set(protocol: str, name: str, data_dir: Path, epsilons, folds: int
             for fold, (tr, te) in enumerate(KFold(folds, shuffle=True, random_state=1000 + seed).split(X)):
                 Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
                 ols = float(np.mean((NonPrivateRidge().fit(Xtr, ytr).predict(Xte) - yte) ** 2))
-                trivial = float(np.mean(yte ** 2))
                 for eps in epsilons:
-                    fits = {"non-private OLS": ols, "trivial (0)": trivial}
-                    for label, est in estimators(eps, n, d).items():
-                        est.set_params(random_state=zlib.crc32(f"{protocol}|{name}|{seed}|{fold}|{eps}|{label}".encode()))
+                    # the SSP family shares one noise seed per fit (common random numbers: the
+                    # selection differs from two-release AdaSSP only by its budget split and choice)
+                    ssp_seed = zlib.crc32(f"{protocol}|{name}|{seed}|{fold}|{eps}|ssp".encode())
+                    fits = {"non-private OLS": ols,
+                            "oracle ridge (test set)": oracle_ridge_mse(eps, ssp_seed, Xtr, ytr, Xte, yte)}
+                    for label, est in estimators(eps, n, d, suite).items():
+                        est_seed = ssp_seed if label in ("SSP ridge selection", "AdaSSP (2 releases)") else \
+                            zlib.crc32(f"{protocol}|{name}|{seed}|{fold}|{eps}|{label}".encode())
+                        if "random_state" in est.get_params():
+                            est.set_params(random_state=est_seed)
                         est.fit(Xtr, ytr)
                         fits[label] = float(np.mean((est.predict(Xte) - yte) ** 2))
                         if hasattr(est, "refused_"):
@@ -210,7 +291,9 @@ def _run_data_set(protocol: str, name: str, data_dir: Path, epsilons, folds: int
 
 
 def run(quick: bool = False, out_dir=None, data_dir=None, seeds: int | None = None, datasets=None,
-        n_jobs: int = 1) -> dict:
+        n_jobs: int = 1, suite: str = "ssp") -> dict:
+    if suite not in SUITES:
+        raise ValueError(f"suite must be one of {SUITES}, got {suite!r}")
     started = time.perf_counter()
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     names = tuple(datasets) if datasets else (QUICK_DATASETS if quick else DATASETS)
@@ -221,45 +304,72 @@ def run(quick: bool = False, out_dir=None, data_dir=None, seeds: int | None = No
     seeds = 1 if seeds is None else int(seeds)
     tasks = [(p, name) for name in names for p in PROTOCOLS]
     tasks.sort(key=lambda t: t[1] != "elevators")  # the largest first, for load balance
-    outputs = Parallel(n_jobs=n_jobs)(delayed(_run_data_set)(p, name, data_dir, epsilons, folds, seeds)
+    outputs = Parallel(n_jobs=n_jobs)(delayed(_run_data_set)(p, name, data_dir, epsilons, folds, seeds, suite)
                                       for p, name in tasks)
     rows = [r for p in PROTOCOLS for name in names for (rs, _), t in zip(outputs, tasks) if t == (p, name) for r in rs]
     raw = [r for _, rr in outputs for r in rr]
     fig = _plot(rows, names, epsilons)
     directory = c.output_dir(quick, out_dir)
-    c.write_csv(directory / f"{NAME}_runs.csv", raw)
-    budget_rows = budgets(epsilons)
-    c.write_csv(directory / f"{NAME}_budgets.csv", budget_rows)
+    out_name = NAME if suite == "all" else f"{NAME}_{suite}"
+    c.write_csv(directory / f"{out_name}_runs.csv", raw)
+    key = {"suite": suite, "datasets": list(names), "epsilons": list(epsilons), "folds": folds, "seeds": seeds,
+           "protocols": list(PROTOCOLS)}
+    if suite == "all":
+        key["budgets"] = budgets(epsilons)
+        c.write_csv(directory / f"{NAME}_budgets.csv", key["budgets"])
     wins = _wins(rows, names, epsilons)
-    (directory / f"{NAME}_table.md").write_text(markdown_tables(rows, names, epsilons, wins))
-    key = {"datasets": list(names), "epsilons": list(epsilons), "folds": folds, "seeds": seeds,
-           "protocols": list(PROTOCOLS), "wins": wins, "win_counts": win_counts(wins), "budgets": budget_rows}
-    return c.finish(NAME, rows, fig, quick=quick, out_dir=out_dir, key=key, started=started)
+    key |= {"wins": wins, "win_counts": win_counts(wins, rows), "default_vs": default_ratios(rows)}
+    (directory / f"{out_name}_table.md").write_text(markdown_tables(rows, names, epsilons, wins))
+    return c.finish(out_name, rows, fig, quick=quick, out_dir=out_dir, key=key, started=started)
+
+
+def default_ratios(rows) -> dict:
+    """Median MSE of the recommended default (SSP ridge selection) over two-release AdaSSP and Wang's printed AdaSSP, per cell."""
+    out = {}
+    for r in rows:
+        if r["method"] != "SSP ridge selection":
+            continue
+        cell = {q["method"]: q["median_mse"] for q in rows if (q["protocol"], q["dataset"], q["epsilon"])
+                == (r["protocol"], r["dataset"], r["epsilon"])}
+        out[f"{r['protocol']}:{r['dataset']}@{r['epsilon']:g}"] = {
+            "vs_two_release": r["median_mse"] / cell["AdaSSP (2 releases)"],
+            "vs_wang_printed": r["median_mse"] / cell["AdaSSP (Wang, printed)"]}
+    return out
 
 
 def _wins(rows, names, epsilons) -> dict:
-    """For each (protocol, dataset, eps): the private method with the lowest median MSE."""
+    """For each (protocol, dataset, eps): the private method(s) with the lowest median MSE (ties joined by " = ")."""
     out = {}
     for protocol in PROTOCOLS:
         for name in names:
             for eps in epsilons:
                 cell = [r for r in rows if r["protocol"] == protocol and r["dataset"] == name
                         and r["epsilon"] == eps and r["method"] in PRIVATE]
-                out[f"{protocol}:{name}@{eps:g}"] = min(cell, key=lambda r: r["median_mse"])["method"]
+                if cell:
+                    best = min(r["median_mse"] for r in cell)
+                    out[f"{protocol}:{name}@{eps:g}"] = " = ".join(r["method"] for r in cell if r["median_mse"] == best)
     return out
 
 
-def win_counts(wins: dict) -> dict:
-    """Cells won per private method and protocol."""
-    counts = {p: {m: 0 for m in PRIVATE} for p in PROTOCOLS}
-    for cell, method in wins.items():
-        counts[cell.split(":")[0]][method] += 1
+def _present(rows, methods) -> list[str]:
+    have = {r["method"] for r in rows}
+    return [m for m in methods if m in have]
+
+
+def win_counts(wins: dict, rows) -> dict:
+    """Cells won per private method (present in ``rows``) and protocol; a tie counts for every tied method."""
+    counts = {p: {m: 0 for m in _present(rows, PRIVATE)} for p in PROTOCOLS}
+    for cell, methods in wins.items():
+        for method in methods.split(" = "):
+            counts[cell.split(":")[0]][method] += 1
     return counts
 
 
 def markdown_tables(rows, names, epsilons, wins) -> str:
-    """The README tables: median test MSE per (protocol, data set, eps); bold = best private method."""
+    """The README tables: median test MSE per (protocol, data set, eps); bold = best private method(s)."""
     out = []
+    methods = _present(rows, METHODS)
+    ptr = _present(rows, OPS_PRIVATE[:4])
     for protocol in PROTOCOLS:
         out.append(f"#### Protocol `{protocol}`\n")
         for name in names:
@@ -267,17 +377,17 @@ def markdown_tables(rows, names, epsilons, wins) -> str:
             if not cell:
                 continue
             out.append(f"{name} (n={cell[0]['n']}, d={cell[0]['d']})\n")
-            out.append("| eps | " + " | ".join(SHORT[m] for m in METHODS) + " | ⊥ PTR/T/5.2/LT |")
-            out.append("|---" * (len(METHODS) + 2) + "|")
+            out.append("| eps | " + " | ".join(SHORT[m] for m in methods) + (" | ⊥ PTR/T/5.2/LT |" if ptr else " |"))
+            out.append("|---" * (len(methods) + 1 + bool(ptr)) + "|")
             for eps in epsilons:
                 by = {r["method"]: r for r in cell if r["epsilon"] == eps}
                 best = wins[f"{protocol}:{name}@{eps:g}"]
-                vals = [f"**{by[m]['median_mse']:.4f}**" if m == best else f"{by[m]['median_mse']:.4f}"
-                        for m in METHODS]
-                ref = "/".join(f"{by[m]['refused_rate']:.2f}" for m in PRIVATE[:4])
-                out.append(f"| {eps:g} | " + " | ".join(vals) + f" | {ref} |")
+                vals = [f"**{by[m]['median_mse']:.4f}**" if m in best.split(" = ") else f"{by[m]['median_mse']:.4f}"
+                        for m in methods]
+                ref = " | " + "/".join(f"{by[m]['refused_rate']:.2f}" for m in ptr) if ptr else ""
+                out.append(f"| {eps:g} | " + " | ".join(vals) + f"{ref} |")
             out.append("")
-        counts = win_counts(wins)[protocol]
+        counts = win_counts(wins, rows)[protocol]
         out.append("Cells won: " + ", ".join(f"{SHORT[m]} {k}" for m, k in counts.items()) + "\n")
     return "\n".join(out)
 
@@ -316,7 +426,9 @@ def _plot(rows, names, epsilons):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.linear_regression", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="diabetes only, 2 folds, eps = 1")
+    parser.add_argument("--quick", action="store_true", help="yacht only, 2 folds, eps = 1")
+    parser.add_argument("--suite", choices=SUITES, default="ssp",
+                        help="ssp: the fast methods (many seeds); all: every method (slow: one seed)")
     parser.add_argument("--n-jobs", type=int, default=1, help="processes, one (protocol, data set) each")
     parser.add_argument("--seeds", type=int, default=None, help="CV repetitions (default 1: 10 fits per cell)")
     parser.add_argument("--datasets", default=None, help="comma-separated subset of the data sets")
@@ -324,7 +436,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out-dir", default=None, help="write here instead of experiments/results/")
     args = parser.parse_args(argv)
     out = run(quick=args.quick, out_dir=args.out_dir, data_dir=args.data_dir, seeds=args.seeds,
-              datasets=None if args.datasets is None else args.datasets.split(","), n_jobs=args.n_jobs)
+              datasets=None if args.datasets is None else args.datasets.split(","), n_jobs=args.n_jobs,
+              suite=args.suite)
     print(json.dumps(out, indent=1, default=str))
     return 0
 

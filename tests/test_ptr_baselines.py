@@ -11,7 +11,6 @@ import privselect as ps
 from privselect.accounting.profile import gaussian_delta
 from privselect.apps.ptr import (
     AdaOPSRegressor,
-    AdaSSPRegressor,
     NonPrivateRidge,
     OPSRegressor,
     OutputPerturbationRegressor,
@@ -89,40 +88,6 @@ def test_output_perturbation_noise_scales():
     noise = np.array([gauss.set_params(random_state=s).fit(X, y).coef_ - theta for s in range(n)])
     assert noise.std(0) == pytest.approx(np.full(d, sigma), rel=5 / math.sqrt(2 * n))
     assert 0 < output_perturbation_alpha(1000, 5, 1.0, 1e-6) < output_perturbation_alpha(1000, 5, 0.1, 1e-6)
-
-
-# ----------------------------------------------------------------------------------------
-# AdaSSP
-# ----------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("eps", [0.1, 1.0, 10.0])
-def test_adassp_joint_calibration_is_exactly_eps_delta(eps):
-    est = AdaSSPRegressor(epsilon=eps, delta=1e-6, x_bound=1.0, y_bound=2.0)
-    s1, s2, s3 = est.noise_scales()
-    mu = math.sqrt((1 / s1) ** 2 + (1 / s2) ** 2 + (2 / s3) ** 2)  # sensitivities 1, 1, B_x B_y = 2
-    assert gaussian_delta(eps, mu) == pytest.approx(1e-6, rel=1e-6)
-    # an independent accountant agrees
-    profile = ps.privacy_profile(est.privacy, accountant="prv")
-    assert float(profile.epsilon(1e-6)) == pytest.approx(eps, rel=2e-3, abs=2e-3)
-
-
-def test_adassp_release_noise_matches_its_scales():
-    X, y = _data(n=100)
-    est = AdaSSPRegressor(epsilon=1.0, delta=1e-6)
-    s1, s2, s3 = est.noise_scales()
-    rng = np.random.default_rng(0)
-    n = 4000
-    releases = [est.release_statistics(X, y, rng) for _ in range(n)]
-    xtx = np.array([r[1] for r in releases]) - X.T @ X
-    xty = np.array([r[2] for r in releases]) - X.T @ y
-    tol = 5 / math.sqrt(2 * n)
-    assert np.allclose(xtx, np.swapaxes(xtx, 1, 2))
-    assert xty.std(0) == pytest.approx(np.full(3, s3), rel=tol)
-    assert np.diagonal(xtx, axis1=1, axis2=2).std(0) == pytest.approx(np.full(3, s2), rel=tol)
-    assert xtx[:, 0, 1].std() == pytest.approx(s2 / math.sqrt(2), rel=tol)
-    fitted = AdaSSPRegressor(epsilon=1.0, random_state=0).fit(X, y)
-    assert fitted.noise_scales_ == (s1, s2, s3) and fitted.alpha_ >= 0
 
 
 # ----------------------------------------------------------------------------------------

@@ -2,16 +2,13 @@
 
 * [`OutputPerturbationRegressor`][privselect.apps.ptr.baselines.OutputPerturbationRegressor]: Chaudhuri, Monteleoni, Sarwate (2011, Alg. 1) adapted
   to ridge regression on a public ball ||theta|| <= theta_bound;
-* [`AdaSSPRegressor`][privselect.apps.ptr.baselines.AdaSSPRegressor]: Wang (2018, Alg. 2, AdaSSP) with the three Gaussian releases
-  calibrated jointly and exactly (analytic Gaussian / GDP composition) instead of
-  sqrt(log(6/delta))/(eps/3) per release, which is not (eps/3, delta/3)-DP for eps >~ 0.5;
 * [`AdaOPSRegressor`][privselect.apps.ptr.baselines.AdaOPSRegressor]: Wang (2018, AdaOPS) rebuilt on the corrected OPS-PTR components:
   Laplace bounds with exact one-sided margins, the sensitivity of log(B_y + B_x ||theta_hat||)
   including the removed-record case, and gamma solved from the exact OPS profile (the reference
   code's closed form is not a valid bound, [`ops_epsilon_wang`][privselect.apps.ptr.ops.ops_epsilon_wang]);
 * [`NonPrivateRidge`][privselect.apps.ptr.baselines.NonPrivateRidge]: the non-private reference (same clipping rule, no privacy).
 
-All share the clipping rule and surface of [`privselect.apps.ptr.regression`][privselect.apps.ptr.regression]; all privacy is for
+AdaSSP and its variants are in [`ssp`][privselect.apps.ptr.ssp]. All share the clipping rule and surface of [`privselect.apps.ptr.regression`][privselect.apps.ptr.regression]; all privacy is for
 add/remove neighbours.
 """
 
@@ -20,15 +17,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import linalg, optimize, special
+from scipy import linalg, optimize
 
 from ... import _validation as check
-from ...mechanisms import ApproxDP, Gaussian, PureDP, compose
+from ...mechanisms import ApproxDP, Gaussian, PureDP
 from .gptr import LaplaceBound, analytic_gaussian_sigma
 from .ops import ops_gamma, ops_mu_bound, ridge_solution, sample_ops
 from .regression import MODES, PrivateLinearRegressor, _delta_split
 
-__all__ = ["OutputPerturbationRegressor", "AdaSSPRegressor", "AdaOPSRegressor", "NonPrivateRidge",
+__all__ = ["OutputPerturbationRegressor", "AdaOPSRegressor", "NonPrivateRidge",
            "output_perturbation_alpha", "constrained_ridge"]
 
 
@@ -89,6 +86,7 @@ class OutputPerturbationRegressor(PrivateLinearRegressor):
 
     ``alpha`` and ``theta_bound`` are public hyperparameters (see [`output_perturbation_alpha`][privselect.apps.ptr.baselines.output_perturbation_alpha]).
     Fitted: ``coef_``, ``noise_scale_`` (Gamma scale Delta/eps, or the Gaussian standard deviation).
+    Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float | None = 1e-6, alpha: float = 10.0,
@@ -139,83 +137,6 @@ class OutputPerturbationRegressor(PrivateLinearRegressor):
 
 
 # ----------------------------------------------------------------------------------------
-# AdaSSP
-# ----------------------------------------------------------------------------------------
-
-
-class AdaSSPRegressor(PrivateLinearRegressor):
-    """AdaSSP (Wang 2018, Alg. 2): sufficient-statistics perturbation with an adaptive ridge.
-
-    Three Gaussian releases of add/remove sensitivities B_x^2 (lambda_min(X^T X), Weyl), B_x^2
-    (X^T X in Frobenius norm; the noise matrix is symmetrised, post-processing) and B_x B_y
-    (X^T y). Each gets GDP parameter mu/sqrt(3), so together they are exactly mu-GDP; mu is the
-    analytic-Gaussian value for (epsilon, delta) (Balle, Wang 2018; Dong, Roth, Su 2022), i.e.
-    `privacy` is the composition of three Gaussians and is exactly (epsilon, delta)-DP.
-
-    Utility only (no privacy effect): lambda~ = max(lambda_min + sigma_1 Z - sigma_1 Phi^-1(1-rho), 0),
-    ridge lambda = max(0, s sqrt(d log(2 d^2/rho)) sigma_2 - lambda~) with s = ``ridge_scale`` (1 is
-    Wang's rule), theta = (X^T X~ + lambda I)^-1 X^T y~.
-    Fitted: ``coef_``, ``noise_scales_`` = (sigma_1, sigma_2, sigma_3), ``alpha_`` = the ridge used.
-    """
-
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, rho: float = 0.05, ridge_scale: float = 1.0,
-                 x_bound: float = 1.0, y_bound: float = 1.0, random_state=None) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.rho = rho
-        self.ridge_scale = ridge_scale
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.random_state = random_state
-
-    def noise_scales(self) -> tuple[float, float, float]:
-        """(sigma_lambda_min, sigma_XtX, sigma_Xty): sensitivity x sqrt(3) sigma_G(epsilon, delta)."""
-        multiplier = math.sqrt(3.0) * analytic_gaussian_sigma(self.epsilon, self.delta)
-        return (self.x_bound ** 2 * multiplier, self.x_bound ** 2 * multiplier,
-                self.x_bound * self.y_bound * multiplier)
-
-    @property
-    def privacy(self):
-        m = math.sqrt(3.0) * analytic_gaussian_sigma(self.epsilon, self.delta)
-        return compose(Gaussian(m, sensitivity=self.x_bound ** 2), Gaussian(m, sensitivity=self.x_bound ** 2),
-                       Gaussian(m, sensitivity=self.x_bound * self.y_bound))
-
-    def release_statistics(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator):
-        """The three private releases on clipped data: (lambda~, X^T X~, X^T y~).
-
-        lambda~ = max(lambda_min + sigma_1 Z + sigma_1 Phi^-1(rho), 0) (a lower bound with probability
-        about 1 - rho; utility only), X^T X~ = X^T X + sigma_2 (Z + Z^T)/2, X^T y~ = X^T y + sigma_3 z.
-        """
-        s1, s2, s3 = self.noise_scales()
-        d = X.shape[1]
-        xtx, xty = X.T @ X, X.T @ y
-        lam_min = float(max(np.linalg.eigvalsh(xtx)[0], 0.0))
-        lam_lower = max(lam_min + s1 * rng.standard_normal() + s1 * float(special.ndtri(self.rho)), 0.0)
-        z = rng.standard_normal((d, d))
-        return lam_lower, xtx + s2 * (z + z.T) / 2, xty + s3 * rng.standard_normal(d)
-
-    def fit(self, X, y):
-        self._check_common()
-        rho = check.open_unit("rho", self.rho)
-        Xc, yc = self._prepare(X, y)
-        d = Xc.shape[1]
-        s1, s2, s3 = self.noise_scales()
-        lam_lower, xtx_noisy, xty_noisy = self.release_statistics(Xc, yc, self._rng())
-        scale = check.positive("ridge_scale", self.ridge_scale)
-        alpha = max(0.0, scale * math.sqrt(d * math.log(2 * d * d / rho)) * s2 - lam_lower)
-        A = xtx_noisy + alpha * np.eye(d)
-        try:
-            theta = np.linalg.solve(A, xty_noisy)
-        except np.linalg.LinAlgError:
-            theta = np.linalg.lstsq(A, xty_noisy, rcond=None)[0]
-        self.noise_scales_ = (s1, s2, s3)
-        self.alpha_ = alpha
-        self.coef_ = theta
-        self.intercept_ = 0.0
-        return self
-
-
-# ----------------------------------------------------------------------------------------
 # AdaOPS
 # ----------------------------------------------------------------------------------------
 
@@ -240,6 +161,7 @@ class AdaOPSRegressor(PrivateLinearRegressor):
     C1 B_x^4 (1 + B_x^2/(t + lambda~))^(2 C2)/(t + lambda~) + t over t >= the privacy floor, with
     C1 = (d/2 + sqrt(d log 20) + log 20) log(2/delta_ops)/(eps_ops/2)^2 and C2 = ln(1/(2 p_2))/eps_2.
     Fitted: ``coef_``, ``alpha_``, ``gamma_``, ``lambda_lower_``, ``log_norm_upper_`` (private releases).
+    Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, x_bound: float = 1.0, y_bound: float = 1.0,
@@ -292,7 +214,10 @@ class AdaOPSRegressor(PrivateLinearRegressor):
 
 
 class NonPrivateRidge(PrivateLinearRegressor):
-    """Non-private ridge (alpha -> 0: least squares) with the same clipping rule: a reference, not DP."""
+    """Non-private ridge (alpha -> 0: least squares) with the same clipping rule: a reference, not DP.
+
+    Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
+    """
 
     def __init__(self, alpha: float = 1e-6, x_bound: float = 1.0, y_bound: float = 1.0) -> None:
         self.alpha = alpha

@@ -1,5 +1,8 @@
 """Loader for the UCI regression files used by Wang (2018) and KRW Sec. 6.1 (takes a path).
 
+For a table of your own use [`load_table`][privselect.apps.ptr.table.load_table]: explicit header
+handling, public-bounds preprocessing, errors naming file, line and column.
+
 The installed library ships no data: pass the folder that holds one sub-folder per data set
 (``<root>/airfoil/airfoil_self_noise.dat.txt``, ...), or set the environment variable
 ``PRIVSELECT_UCI_DIR`` to it. A checkout of the repository has the files under

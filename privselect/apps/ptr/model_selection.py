@@ -2,7 +2,7 @@
 
 [`PrivateRegressorSelection`][privselect.apps.ptr.model_selection.PrivateRegressorSelection] runs K ~ ``k`` candidates drawn uniformly from a public list of
 private regressors (AdaSSP over a grid of its rho and ridge scale, AdaOPS, OPS-PTR over a ridge
-grid), each at the same per-run budget (eps_fit, delta_Q), scores each on a held-out split with
+grid, the trivial predictor), each at the same per-run budget (eps_fit, delta_Q), scores each on a held-out split with
 Laplace noise, and releases only the best, through [`PrivateTuner`][privselect.tuning.PrivateTuner].
 
 Privacy. Every record goes to the validation part independently with probability
@@ -28,8 +28,9 @@ from ...mechanisms import ApproxDP, Laplace, compose
 from ...selection import KDistribution, Logarithmic
 from ...tuning import PrivateTuner
 from ...tuning.space import Choice
-from .baselines import AdaOPSRegressor, AdaSSPRegressor
+from .baselines import AdaOPSRegressor
 from .regression import OPSPTRRegressor, PrivateLinearRegressor
+from .ssp import AdaSSPRegressor, TrivialRegressor
 from .tuning import RunBudget, clipped_squared_error, fit_quietly, selection_run_budget, tuner_seed
 
 __all__ = ["PrivateRegressorSelection", "CANDIDATE_BUILDERS", "DEFAULT_CANDIDATES"]
@@ -38,7 +39,9 @@ __all__ = ["PrivateRegressorSelection", "CANDIDATE_BUILDERS", "DEFAULT_CANDIDATE
 def _adassp(epsilon: float, delta: float, params: dict, owner: "PrivateRegressorSelection", d: int
             ) -> AdaSSPRegressor:
     return AdaSSPRegressor(epsilon=epsilon, delta=delta, rho=params.get("rho", 0.05),
-                           ridge_scale=params.get("ridge_scale", 1.0), x_bound=owner.x_bound, y_bound=owner.y_bound)
+                           ridge_scale=params.get("ridge_scale", 1.0),
+                           release_lambda_min=params.get("release_lambda_min", "auto"), n_max=owner.n_max,
+                           x_bound=owner.x_bound, y_bound=owner.y_bound)
 
 
 def _adaops(epsilon: float, delta: float, params: dict, owner: "PrivateRegressorSelection", d: int
@@ -54,16 +57,23 @@ def _ops_ptr(epsilon: float, delta: float, params: dict, owner: "PrivateRegresso
     return est.set_params(alpha=params.get("alpha_scale", 1.0) * est.mechanism(d=d).alpha)
 
 
+def _trivial(epsilon: float, delta: float, params: dict, owner: "PrivateRegressorSelection", d: int
+             ) -> TrivialRegressor:
+    """The trivial predictor (coef 0): 0-DP, so within any per-run budget."""
+    return TrivialRegressor(x_bound=owner.x_bound, y_bound=owner.y_bound)
+
+
 #: method name -> builder(epsilon, delta, params, owner, d) of an (epsilon, delta)-DP regressor.
 CANDIDATE_BUILDERS: dict[str, Callable[..., PrivateLinearRegressor]] = {
-    "adassp": _adassp, "adaops": _adaops, "ops-ptr": _ops_ptr,
+    "adassp": _adassp, "adaops": _adaops, "ops-ptr": _ops_ptr, "trivial": _trivial,
 }
 
-#: The default candidate list: AdaSSP over rho x ridge scale, AdaOPS, OPS-PTR over ridge scales.
+#: The default candidate list: AdaSSP over rho x ridge scale, AdaOPS, OPS-PTR over ridge scales, the trivial predictor.
 DEFAULT_CANDIDATES: tuple[dict, ...] = (
     *({"method": "adassp", "rho": r, "ridge_scale": s} for r in (0.05, 0.5) for s in (1.0, 0.5, 0.25)),
     {"method": "adaops"},
     *({"method": "ops-ptr", "alpha_scale": a} for a in (1.0, 2.0)),
+    {"method": "trivial"},
 )
 
 
@@ -96,8 +106,8 @@ class PrivateRegressorSelection(PrivateLinearRegressor):
         distribution of the number of runs; default ``ps.Logarithmic(mean=10)`` (eta = 0: Thm 5.2
         then costs about 2 eps_Q rather than the geometric's 3 eps_Q).
     candidates : list of dicts ``{"method": name, ...}`` with ``name`` in `CANDIDATE_BUILDERS`
-        (``"adassp"`` with ``rho``, ``ridge_scale``; ``"adaops"``; ``"ops-ptr"`` with
-        ``alpha_scale``); default `DEFAULT_CANDIDATES`. Public, drawn uniformly per run.
+        (``"adassp"`` with ``rho``, ``ridge_scale``, ``release_lambda_min``; ``"adaops"``; ``"ops-ptr"`` with
+        ``alpha_scale``; ``"trivial"``: predict 0); default `DEFAULT_CANDIDATES`. Public, drawn uniformly per run.
     validation_fraction
         probability that a record is held out for scoring.
     score_fraction
@@ -113,6 +123,7 @@ class PrivateRegressorSelection(PrivateLinearRegressor):
     Fitted: ``coef_``, ``best_params_`` (the winning candidate), ``run_budget_``,
     ``run_privacy_`` (one run's mechanism description), ``certificate_``. The winner was fitted
     on the training part only; refitting it on all data would be another release.
+    Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, k: KDistribution | None = None,

@@ -102,6 +102,8 @@ def balanced_alpha(n: int, d: int, epsilon: float, delta: float, x_bound: float 
 class OPSRegressor(PrivateLinearRegressor):
     """One-posterior sample with a data-independent calibration: (epsilon, delta)-DP for data sets of at most ``n_max`` records.
 
+    Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
+
     Releases theta ~ N(theta_hat, (gamma H)^-1), H = X^T X + alpha I (Wang 2018; exact privacy
     from [`ops_hockey_stick`][privselect.apps.ptr.ops.ops_hockey_stick]). Every neighbour pair has leverage
     mu <= B_x^2/alpha and residual at most B_y + B_x R_theta with the data-independent norm bound
@@ -388,6 +390,8 @@ def default_ops_ptr_alpha(epsilon_ops: float, delta_ops: float, epsilon_norm: fl
 
 class OPSPTRRegressor(PrivateLinearRegressor):
     """OPS-PTR as a scikit-learn regressor: (epsilon, delta)-DP whatever the data (KRW Sec. 6.1, Thm 6.1).
+
+    Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
 
     Parameters
     ----------

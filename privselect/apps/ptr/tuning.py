@@ -295,6 +295,8 @@ def tuner_seed(random_state) -> int | None:
 class TunedOPSPTRRegressor(PrivateLinearRegressor):
     """OPS-PTR with its ridge tuned privately (KRW Sec. 6.1): (epsilon, delta)-DP overall.
 
+    Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
+
     K ~ ``k`` runs of [`OPSPTRRegressor`][privselect.apps.ptr.regression.OPSPTRRegressor], each
     with a ridge drawn uniformly from a data-independent grid (``alphas`` in units of B_x^2, or by
     default `DEFAULT_ALPHA_SCALES` times OPS-PTR's default ridge at the run's budget) and

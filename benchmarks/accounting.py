@@ -26,23 +26,10 @@ import argparse
 import logging
 import math
 import time
-from dataclasses import dataclass
-
 import privselect as ps
+from tests.support.peers import Part, pld_of_parts
 
 DELTAS = (1e-5, 1e-10)
-
-
-@dataclass(frozen=True)
-class Part:
-    kind: str  # "gaussian" (noise multiplier) | "laplace" (scale)
-    noise: float
-    rate: float
-    steps: int
-
-    def mechanism(self) -> ps.Mechanism:
-        base = ps.Gaussian(self.noise) if self.kind == "gaussian" else ps.Laplace(self.noise)
-        return (base if self.rate == 1.0 else base.poisson_subsample(self.rate)).compose(self.steps)
 
 
 ROWS: dict[str, tuple[Part, ...]] = {
@@ -74,15 +61,7 @@ def default_epsilon(parts, delta: float, **options) -> float:
 
 def pld_epsilon(parts, delta: float, interval: float = 1e-4) -> float:
     """dp-accounting's pessimistic (connect-the-dots) PLD, both directions (its max)."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
-    total = None
-    for p in parts:
-        make = pld.from_gaussian_mechanism if p.kind == "gaussian" else pld.from_laplace_mechanism
-        one = make(p.noise, sensitivity=1, sampling_prob=p.rate, value_discretization_interval=interval,
-                   pessimistic_estimate=True, use_connect_dots=True).self_compose(p.steps)
-        total = one if total is None else total.compose(one)
-    return float(total.get_epsilon_for_delta(delta))
+    return float(pld_of_parts(parts, interval).get_epsilon_for_delta(delta))
 
 
 def prv_accountant_epsilon(parts, delta: float) -> float:

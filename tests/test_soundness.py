@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import privselect as ps
+from tests.support.peers import Part
 from tests.support.soundness import Case, check_case, sample_cases, small_k_epsilon, summarise
 
 
@@ -76,7 +77,6 @@ def test_many_small_rate_steps_are_tight_at_tiny_delta():
 def test_sweep_sandwich_decides_only_what_the_optimistic_pld_proves():
     """benchmarks/soundness.py skips the fine PLD where the coarse optimistic PLD's delta(x) proves the
     default within tolerance of every upper bound; here the truth is the closed form (mu = 1 GDP)."""
-    from benchmarks.accounting import Part
     from benchmarks.soundness import Query, _gap, _gap_threshold, _sandwiched, pld_distributions
 
     for value in (3.0, 2e-3, 5e-4):  # both branches of the relative-gap floor

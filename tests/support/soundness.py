@@ -2,8 +2,9 @@
 
 Cases (random Poisson-subsampled Gaussian compositions), privselect's certified bracket per
 neighbouring direction, dp-accounting's PLD bracket, exact values (closed form for q = 1, nested
-quadrature for k <= 2) and the adjudication of violation candidates. The protocol is described
-in ``benchmarks/soundness.py``.
+quadrature for k <= 2) and the adjudication of violation candidates. The references of the
+sweep's modes (``gdp_mu`` and the exact values of Gaussian compositions, ``cf_bracket``) live here
+too. The protocol is described in ``benchmarks/soundness.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 import privselect as ps
 from privselect.accounting import CertificationError
-from tests.support.peers import dp_accounting_pld
+from tests.support.peers import Part, dp_accounting_pld
 
 RTOL = 1e-9  # float slack when comparing two epsilons
 EXACT_RTOL = 1e-7  # slack against the nested-quadrature exact value (its own accuracy)
@@ -111,11 +112,43 @@ def pld_epsilons(case: Case, interval: float) -> dict[str, dict[str, float]]:
     return out
 
 
+def gdp_mu(parts) -> float | None:
+    """mu of a composition of unsubsampled Gaussian `Part`s, mu^2 = sum steps / sigma^2 (exactly mu-GDP:
+    Dong, Roth, Su 2022, Cor. 3.3); None if some part is subsampled or not Gaussian."""
+    if all(p.kind == "gaussian" and p.rate == 1.0 for p in parts):
+        return math.sqrt(sum(p.steps / p.noise**2 for p in parts))
+    return None
+
+
+def exact_parts_epsilon(parts, delta: float) -> float | None:
+    """Exact epsilon(delta) (clipped at 0) of a composition of unsubsampled Gaussian parts, else None."""
+    mu = gdp_mu(parts)
+    return None if mu is None else max(float(ps.gaussian_epsilon(delta, mu)), 0.0)
+
+
+def exact_parts_delta(parts, eps: float) -> float | None:
+    """Exact delta(eps) of a composition of unsubsampled Gaussian parts, else None."""
+    mu = gdp_mu(parts)
+    return None if mu is None else float(ps.gaussian_delta(eps, mu))
+
+
 def exact_epsilon(case: Case) -> float | None:
     """Exact epsilon(delta) for q = 1: mu-GDP with mu = sqrt(k)/sigma (None otherwise)."""
-    if case.q != 1.0:
+    return exact_parts_epsilon([Part("gaussian", case.sigma, case.q, case.k)], case.delta)
+
+
+def cf_bracket(mechanism: ps.Mechanism, delta: float, max_work: float = 5e6) -> tuple[float, float] | None:
+    """privselect's CF accountant alone: its certified (lower, upper) on eps(delta), both proven
+    (estimate -/+ its certified error terms); None where CF marks its profile uncertified or cannot
+    answer. ``max_work`` caps the work per integration line (it only widens the bracket)."""
+    try:
+        prof = ps.privacy_profile(mechanism, accountant="cf", max_work=max_work)
+        if not prof.certified:
+            return None
+        lower, upper = prof.epsilon_bounds(delta)
+    except (ValueError, ArithmeticError, CertificationError):
         return None
-    return max(float(ps.gaussian_epsilon(case.delta, math.sqrt(case.k) / case.sigma)), 0.0)
+    return max(float(lower), 0.0), max(float(upper), 0.0)
 
 
 def _below(a: float, b: float, rtol: float = RTOL) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import privselect as ps
 
-__all__ = ["DELTA", "DPSGD", "HETEROGENEOUS", "Part", "pld_of_parts", "privselect_mechanism", "dp_accounting_pld",
+__all__ = ["DELTA", "DPSGD", "HETEROGENEOUS", "Part", "pld_of_parts", "wor_rr_pmfs", "wor_rr_pld", "privselect_mechanism", "dp_accounting_pld",
            "run_dp_accounting_pld", "run_prv_accountant", "run_dp_accounting_rdp"]
 
 DELTA = 1e-5
@@ -57,6 +57,30 @@ def pld_of_parts(parts, interval: float, pessimistic: bool = True, tail_mass_tru
         one = one.self_compose(p.steps, tail_mass_truncation=tail_mass_truncation)
         total = one if total is None else total.compose(one, tail_mass_truncation=tail_mass_truncation)
     return total
+
+
+def wor_rr_pmfs(p: float, rate: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """One step of ``RandomizedResponse(p).sample_without_replacement(rate)``: the output pmfs (P', Q) on
+    {0, 1}, P' = rate P + (1 - rate) Q (Zhu, Dong, Wang 2022, Thm 11(2)) for the replace-one pair
+    (P, Q) of randomized response at p' = p^2 / (p^2 + (1-p)^2) (group privacy of size 2)."""
+    pr = p * p / (p * p + (1 - p) ** 2)
+    big = rate * pr + (1 - rate) * (1 - pr)
+    return (big, 1 - big), (1 - pr, pr)
+
+
+def wor_rr_pld(p: float, rate: float, steps: int, interval: float, pessimistic: bool = True,
+               tail_mass_truncation: float = 1e-15):
+    """dp-accounting's PLD of ``steps`` WOR-subsampled randomized-response steps, both directions
+    (``from_two_probability_mass_functions`` on the pair of `wor_rr_pmfs`)."""
+    import math
+
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    upper, lower = wor_rr_pmfs(p, rate)
+    one = pld.from_two_probability_mass_functions(
+        {0: math.log(lower[0]), 1: math.log(lower[1])}, {0: math.log(upper[0]), 1: math.log(upper[1])},
+        pessimistic_estimate=pessimistic, value_discretization_interval=interval, symmetric=False)
+    return one.self_compose(steps, tail_mass_truncation=tail_mass_truncation)
 
 
 def dp_accounting_pld(parts, interval, pessimistic=True):

@@ -132,6 +132,26 @@ def exact_parts_delta(parts, eps: float) -> float | None:
     return None if mu is None else float(ps.gaussian_delta(eps, mu))
 
 
+def wor_rr_delta(p: float, rate: float, steps: int, eps: float) -> float:
+    """Exact delta(eps) of ``RandomizedResponse(p).sample_without_replacement(rate).compose(steps)``: the
+    product of ``steps`` binary pairs (`wor_rr_pmfs`), a binomial sum over the count of 0 outputs, per
+    direction (the max), each term a (1 - e^{eps - loss}) with expm1 (no cancellation)."""
+    from scipy.special import gammaln
+
+    from tests.support.peers import wor_rr_pmfs
+
+    big, small = (np.log(np.asarray(pmf)) for pmf in wor_rr_pmfs(p, rate))
+    j = np.arange(steps + 1)
+    log_choose = gammaln(steps + 1) - gammaln(j + 1) - gammaln(steps - j + 1)
+    out = 0.0
+    for a, b in ((big, small), (small, big)):
+        la = log_choose + j * a[0] + (steps - j) * a[1]
+        lb = log_choose + j * b[0] + (steps - j) * b[1]
+        terms = np.where(la > eps + lb, np.exp(la) * -np.expm1(np.minimum(eps + lb - la, 0.0)), 0.0)
+        out = max(out, math.fsum(terms))
+    return out
+
+
 def exact_epsilon(case: Case) -> float | None:
     """Exact epsilon(delta) for q = 1: mu-GDP with mu = sqrt(k)/sigma (None otherwise)."""
     return exact_parts_epsilon([Part("gaussian", case.sigma, case.q, case.k)], case.delta)

@@ -7,7 +7,7 @@ import pytest
 
 import privselect as ps
 from privselect.accounting.profile import discrete_profile
-from privselect.selection.bounds import selection_profile, selection_shift
+from privselect.selection.bounds import selection_epsilons, selection_profile, selection_shift, selection_shifts
 from privselect.selection.distributions import Binomial, Geometric, Logarithmic, Poisson, TruncatedNegativeBinomial
 
 
@@ -77,6 +77,45 @@ def test_shift_is_optimised_over_eps1():
     scan = 2 * np.log(np.exp(e1) + (1 - k.gamma) / k.gamma * base.delta(e1))
     assert sel.shift <= scan.min() + 1e-9
     assert sel.shift == pytest.approx(scan.min(), abs=1e-6)
+
+
+def test_shifts_of_many_laws_match_a_dense_scan_of_each_theorem():
+    """The vectorised search (shared grid, one delta call per refinement round) against a dense scan of
+    Thm 5.2 (geometric), Thm 5.7 (binomial) and Cor. 5.8 (Poisson) on the exact mu-GDP profile."""
+    base = ps.gdp_profile(1 / 4)
+    laws = [Geometric(mean=300), Binomial(50, 0.2), Poisson(8), Logarithmic(mean=20)]
+    e1 = np.linspace(0, 5, 200001)
+    d = base.delta(e1)
+    scans = [
+        2 * np.log(np.exp(e1) + (1 - laws[0].gamma) / laws[0].gamma * d),
+        np.where(e1 >= np.log1p(0.2 / 0.8 * d), 49 * np.log1p(0.2 * np.expm1(e1) + 0.2 * d), np.inf),
+        8 * (np.expm1(e1) + d),
+        np.log(np.exp(e1) + (1 - laws[3].gamma) / laws[3].gamma * d),  # eta = 0
+    ]
+    # the binomial optimum sits on Thm 5.7's feasibility boundary (a kink): there the scan itself is only
+    # good to its step times the slope, 49 * 0.2 * 2.5e-5 ~ 2.5e-4
+    tolerances = [1e-9, 5e-4, 1e-9, 1e-9]
+    for sel, scan, law, tol in zip(selection_shifts(base, laws), scans, laws, tolerances):
+        assert sel.mean == pytest.approx(law.mean)
+        assert sel.shift <= scan.min() + 1e-9  # never worse than the scan (any eps_1 is valid)
+        assert sel.shift == pytest.approx(scan.min(), rel=1e-7, abs=tol)
+
+
+def test_selection_epsilons_of_100_means_equal_the_certificates():
+    """One built profile, 100 K means at once: exactly the eps of each law's certificate (bound="profile")."""
+    profile = ps.privacy_profile(ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(2000))
+    laws = [Geometric(mean=m) for m in np.geomspace(2, 300, 100)]
+    eps = selection_epsilons(profile, laws, 1e-5)
+    for i in (0, 37, 99):
+        assert eps[i] == pytest.approx(ps.certify(profile, laws[i], 1e-5, bound="profile").epsilon, rel=1e-12)
+    assert np.all(np.diff(eps) > 0)  # more runs cost more
+
+
+def test_selection_epsilons_answer_delta_above_the_mean_with_zero():
+    """delta >= m * delta_base(eps) for every eps > 0 when delta / m >= 1 (ScaledShiftedCurve's rule)."""
+    eps = selection_epsilons(ps.gdp_profile(0.5), [Poisson(0.5), Poisson(5)], 0.9)
+    assert eps[0] == 0.0 and eps[1] > 0
+    assert eps[1] == pytest.approx(selection_profile(ps.gdp_profile(0.5), Poisson(5)).epsilon(0.9), rel=1e-12)
 
 
 # -- exact check (KRW App. B, eq. (B.1)) ---------------------------------------------

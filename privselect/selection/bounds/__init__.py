@@ -12,7 +12,7 @@
 """
 
 from .registry import LawBound, law_bound, register_bound, registered_bounds, unsupported_reason  # noqa: I001
-from .profile import SelectionShift, selection_profile, selection_shift
+from .profile import SelectionShift, selection_epsilons, selection_profile, selection_shift, selection_shifts
 from .rdp import rdp_selection_epsilon, selection_rdp_curve, supports_rdp_selection
 from .cor62 import (COR62, Cor62Thresholds, certify_hyperparameter_mixture, cor62_certificate, cor62_thresholds,
                     meets_thresholds, smallest_cor62_base_epsilon)
@@ -20,7 +20,7 @@ from .mixture import K_MIXTURE, KMixtureCurve, k_mixture_profile
 
 __all__ = [
     "LawBound", "law_bound", "register_bound", "registered_bounds", "unsupported_reason",
-    "SelectionShift", "selection_profile", "selection_shift",
+    "SelectionShift", "selection_profile", "selection_shift", "selection_shifts", "selection_epsilons",
     "rdp_selection_epsilon", "selection_rdp_curve", "supports_rdp_selection",
     "COR62", "Cor62Thresholds", "certify_hyperparameter_mixture", "cor62_certificate", "cor62_thresholds",
     "meets_thresholds", "smallest_cor62_base_epsilon",

@@ -111,12 +111,16 @@ def _grid_table(base: PrivacyProfile) -> _GridTable:
     return table
 
 
-#: Local refinement around the best grid point: rounds of evenly spaced points, each round
-#: narrowing the bracket to two of its cells (a factor (_ZOOM_POINTS - 1) / 2 = 20 per round:
-#: from the grid's two cells, ~6% of eps_1, to ~1e-13 of eps_1 after 9 rounds, which a kink of the
-#: objective (a pure-DP base) needs; the old search took 8 rounds of 201 points).
-_ZOOM_ROUNDS = 9
-_ZOOM_POINTS = 41
+#: Local refinement around the best grid point: rounds of evenly spaced points, each round narrowing
+#: the bracket to two of its cells (a factor (_ZOOM_POINTS - 1) / 2 = 10 per round, from the grid's two
+#: cells, ~6% of eps_1). A law stops once the objective at both neighbours of its best point is within
+#: _ZOOM_STOP (relative) of the best: flat to that precision across the next bracket (a smooth minimum:
+#: 4-6 rounds). At a kink of the objective (a pure-DP base, Thm 5.7's feasibility boundary) a neighbour
+#: stays far above, and the rounds go on to _ZOOM_MAX_ROUNDS, a bracket of ~1e-15 eps_1 (the old
+#: search: 8 rounds of 201 points).
+_ZOOM_POINTS = 21
+_ZOOM_MAX_ROUNDS = 14
+_ZOOM_STOP = 1e-14
 
 
 def selection_shifts(base: PrivacyProfile, laws: Sequence[KDistribution]) -> list[SelectionShift]:
@@ -153,17 +157,25 @@ def selection_shifts(base: PrivacyProfile, laws: Sequence[KDistribution]) -> lis
     # reaches 0, so no smoothness is assumed); every law's local grid goes into one delta call.
     lo, hi = np.array(lows), np.array(highs)
     steps = np.linspace(0.0, 1.0, _ZOOM_POINTS)
-    rows = np.arange(len(entries))
-    for _ in range(_ZOOM_ROUNDS):
-        local = lo[:, None] + (hi - lo)[:, None] * steps[None, :]
+    active = np.arange(len(entries))
+    for _ in range(_ZOOM_MAX_ROUNDS):
+        local = lo[active, None] + (hi - lo)[active, None] * steps[None, :]
         deltas = base.delta(local.reshape(-1)).reshape(local.shape)
-        local_values = np.stack([entry.rule(k_dist, local[j], deltas[j])
-                                 for j, (k_dist, entry) in enumerate(zip(laws, entries))])
+        local_values = np.stack([entries[j].rule(laws[j], local[r], deltas[r]) for r, j in enumerate(active)])
         i = np.argmin(local_values, axis=1)
-        better = local_values[rows, i] < np.array(best_shift)
-        for j in np.flatnonzero(better):
-            best_eps1[j], best_shift[j] = float(local[j, i[j]]), float(local_values[j, i[j]])
-        lo, hi = local[rows, np.maximum(i - 1, 0)], local[rows, np.minimum(i + 1, _ZOOM_POINTS - 1)]
+        rows = np.arange(active.size)
+        neighbours = np.maximum(local_values[rows, np.maximum(i - 1, 0)],
+                                local_values[rows, np.minimum(i + 1, _ZOOM_POINTS - 1)])
+        values = local_values[rows, i]
+        keep = ~(neighbours - values <= _ZOOM_STOP * np.maximum(np.abs(values), 1e-300))
+        for r, j in enumerate(active):
+            if values[r] < best_shift[j]:
+                best_eps1[j], best_shift[j] = float(local[r, i[r]]), float(values[r])
+        lo[active] = local[rows, np.maximum(i - 1, 0)]
+        hi[active] = local[rows, np.minimum(i + 1, _ZOOM_POINTS - 1)]
+        active = active[keep]
+        if not active.size:
+            break
     return [SelectionShift(shift=s, epsilon1=e, mean=float(k_dist.mean), theorem=entry.theorem)
             for s, e, k_dist, entry in zip(best_shift, best_eps1, laws, entries)]
 

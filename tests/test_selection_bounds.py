@@ -216,3 +216,19 @@ def test_a_bound_is_registered_once_and_old_import_paths_still_work():
     assert hyperparameter.certify_hyperparameter_mixture is bounds.cor62.certify_hyperparameter_mixture
     assert calibrate.cor62_thresholds is bounds.cor62.cor62_thresholds
     assert bounds.selection_profile is bounds.profile.selection_profile
+
+
+def test_binomial_k_of_tiny_rate_costs_rate_times_total_variation():
+    """Binomial(2, 1e-6) over a WOR-subsampled Gaussian (ZDW 2022 Thm 11(2)): delta / m = 0.85 exceeds
+    delta_base(0), so eps = s* of Thm 5.7, which with the exact profile is ~ p TV (eps_1 at the
+    feasibility boundary). TV = rate (2 Phi(1/sigma) - 1) for the replace-one pair (shift 2/sigma)."""
+    from scipy.stats import norm
+
+    from tests.support.timing import bounded
+
+    sigma, rate, p = 0.4616, 0.2553, 1e-6
+    with bounded():  # the grid search stops at eps_1 ~ 0.22, where the floor p (e^eps_1 - 1) passes s*
+        cert = ps.certify(ps.Gaussian(sigma).sample_without_replacement(rate), Binomial(n=2, p=p), 1.7e-6)
+    exact_shift = p * rate * (2 * norm.cdf(1 / sigma) - 1)
+    assert cert.bound == "profile"
+    assert exact_shift <= cert.epsilon <= 1.02 * exact_shift  # the base profile's upper delta(0) is within 2% of TV

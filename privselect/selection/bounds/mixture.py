@@ -47,7 +47,7 @@ from ...accounting import get_accountant, privacy_profile
 from ...accounting.exact import gdp_mu_squared
 from ...accounting.exact.gaussian import _sqrt_bracket
 from ...accounting.plrv import UnsupportedMechanismError
-from ...accounting.profile import DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
+from ...accounting.profile import CertificationError, DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
 from ...accounting.prv import (_COARSE_ORDERS, _FFT_STAGE_ULPS, _SPECTRUM_FLOOR, _U, MAX_COMPOSITIONS,
                               MAX_STEP_LOSS, PRVCurve, _Cells, _coupling, _discretise, _epsilon_scale,
                               _find_tails, _log_mgf_cells, _planned_mesh, _tail_bound, _window,
@@ -88,6 +88,7 @@ def _buckets(k_dist: KDistribution, tail: float, ratio: float,
         cumulative, start = float(cdf[-1]), start + chunk
         if start > 10**7:
             raise ValueError("K's tail is too heavy to bound with the mixture bound (k_max > 1e7)")
+    k_max = max(k_max, 1)  # K = 0 up to the tail (e.g. a Poisson of mean 1e-300): one bucket k = 1 all the same
     ends = list(range(1, min(k_max, exact_up_to) + 1))
     while ends[-1] < k_max:
         ends.append(min(k_max, max(ends[-1] + 1, int(math.ceil(ends[-1] * ratio)))))
@@ -452,7 +453,8 @@ def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1
                       **accountant_options: Any) -> PrivacyProfile:
     """Profile of K runs of ``base`` with everything released (K, every run, adaptive choices).
 
-    ``tail`` bounds P[K > k_max] (added to delta); every k up to 32 is its own bucket, then
+    ``tail`` bounds P[K > k_max] (added to delta; where it and the rounding of K's cdf reach
+    ``target_delta``, a `CertificationError` is raised before any work); every k up to 32 is its own bucket, then
     ``bucket_ratio`` sets the bucket growth. Every bucket's k-fold profile comes from one
     description of the base run (module docstring): the closed form for compositions of
     Gaussian mechanisms (``accountant`` "auto" or "exact"), else one PRV discretisation
@@ -467,6 +469,11 @@ def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1
     if not isinstance(k_dist, KDistribution):
         raise TypeError(f"k must be a distribution of K, got {type(k_dist).__name__}")
     ends, probs, tail_mass = _buckets(k_dist, tail, bucket_ratio)
+    if not tail_mass < target_delta:
+        # every answer's delta carries P[K > k_max] (and the rounding of K's cdf): nothing at or below it
+        raise CertificationError(
+            f"the K-mixture certificate cannot reach delta={target_delta:g} (target_delta): K's tail beyond k_max={ends[-1]} "
+            f"and the rounding of K's probabilities add {tail_mass:.3g} to every delta; use a larger delta")
     p_zero = float(k_dist.pmf(0)) * (1 + _PROBABILITY_MARGIN) if k_dist.min_k == 0 else 0.0
     info = (("buckets", float(len(ends))),)
     source = None

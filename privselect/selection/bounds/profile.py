@@ -75,22 +75,21 @@ def _poisson_objective(dist: Poisson, eps1: np.ndarray, d: np.ndarray) -> np.nda
 
 
 class _GridTable:
-    """The base profile's upper delta on `_EPS1_GRID`, chunk by chunk as the searches need it.
+    """The base profile's upper delta on `_EPS1_GRID`, point by point as the searches need it.
 
-    Kept per built profile (profiles are immutable), so that many K laws on one profile query each
-    chunk once. A chunk is always evaluated as one call on the same points, so the values do not
-    depend on which law asked first.
+    Kept per built profile (profiles are immutable and answer each point alike whatever else a
+    query holds), so that many K laws on one profile evaluate each grid point once.
     """
 
     def __init__(self, base: PrivacyProfile) -> None:
         self.base = base
         self.values = np.full(_EPS1_GRID.shape, np.nan)
 
-    def chunk(self, start: int) -> np.ndarray:
-        part = slice(start, start + _EPS1_CHUNK)
-        if np.isnan(self.values[part]).any():
-            self.values[part] = self.base.delta(_EPS1_GRID[part])
-        return self.values[part]
+    def at(self, index: np.ndarray) -> np.ndarray:
+        missing = index[np.isnan(self.values[index])]
+        if missing.size:
+            self.values[missing] = self.base.delta(_EPS1_GRID[missing])
+        return self.values[index]
 
 
 #: The tables of the profiles still alive, by id (a finaliser drops a profile's table with it).
@@ -137,15 +136,16 @@ def selection_shifts(base: PrivacyProfile, laws: Sequence[KDistribution]) -> lis
     lows, highs, best_eps1, best_shift = [], [], [], []
     for k_dist, entry in zip(laws, entries):
         # Every objective is non-decreasing in delta, so objective(eps_1, 0) is a lower bound at eps_1, and
-        # it increases with eps_1: grid points whose lower bound exceeds the best value found so far
+        # it increases with eps_1: grid points whose lower bound is not below the best value found so far
         # cannot win and are never queried (they lie in the profile's far tail, the costly part).
         floor_values = entry.rule(k_dist, _EPS1_GRID, np.zeros_like(_EPS1_GRID))
         values = np.full(_EPS1_GRID.shape, np.inf)
         for start in range(0, _EPS1_GRID.size, _EPS1_CHUNK):
-            if floor_values[start] >= np.min(values):
+            index = np.arange(start, min(start + _EPS1_CHUNK, _EPS1_GRID.size))
+            index = index[floor_values[index] < np.min(values)]
+            if not index.size:
                 break
-            values[start:start + _EPS1_CHUNK] = entry.rule(k_dist, _EPS1_GRID[start:start + _EPS1_CHUNK],
-                                                           table.chunk(start))
+            values[index] = entry.rule(k_dist, _EPS1_GRID[index], table.at(index))
         if not np.isfinite(values).any():
             raise ValueError(f"no eps_1 >= 0 satisfies the condition of {entry.theorem} for this base profile")
         best = int(np.argmin(values))

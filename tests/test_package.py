@@ -112,3 +112,79 @@ def test_an_old_submodule_path_does_not_shadow_a_public_name():
                   "from privselect.dpsgd import DPSGDClassifier\n"
                   "print(callable(ps.dpsgd) and ps.dpsgd.__module__, DPSGDClassifier.__name__)")
     assert out.split() == ["privselect.mechanisms", "DPSGDClassifier"]
+
+
+# -- the import graph of the library ------------------------------------------------------
+
+
+def _library_modules() -> dict[str, tuple[ast.Module, bool]]:
+    """Dotted name -> (syntax tree, is a package) of every module under privselect/."""
+    out = {}
+    for p in project_files(".py"):
+        if p.is_relative_to(REPO_ROOT / "privselect"):
+            parts = list(p.relative_to(REPO_ROOT).with_suffix("").parts)
+            package = parts[-1] == "__init__"
+            out[".".join(parts[:-1] if package else parts)] = (ast.parse(p.read_text()), package)
+    return out
+
+
+def _imports(name: str, tree: ast.Module, package: bool, modules) -> list[tuple[str, str]]:
+    """(imported module, imported name) of every import statement, module level or inside functions;
+    ``from pkg import sub`` counts as importing the module pkg.sub where there is one."""
+    here = name if package else name.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, "") for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = here.split(".")[: len(here.split(".")) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            out += [(f"{target}.{a.name}", "") if f"{target}.{a.name}" in modules else (target, a.name)
+                    for a in node.names]
+    return out
+
+
+def test_no_module_imports_another_packages_private_name():
+    """A private (underscore) name is imported only within its package or from an enclosing one (e.g. the
+    root's ``_validation``), so an accountant's internals can change without breaking another package."""
+    modules = _library_modules()
+    crossing = set()
+    for name, (tree, package) in modules.items():
+        here = name if package else name.rsplit(".", 1)[0]
+        for target, imported in _imports(name, tree, package, modules):
+            owner = target if target in modules and modules[target][1] else target.rsplit(".", 1)[0]
+            private = imported.startswith("_") and not imported.startswith("__")
+            if private and target.startswith("privselect") and not (here + ".").startswith(owner + "."):
+                crossing.add((name, f"{target}.{imported}"))
+    assert crossing == set()
+
+
+def test_the_import_graph_has_no_cycle():
+    """Imports never run in a circle (lazy imports inside functions included): e.g. the selection bounds never
+    import ``certify``, which composes them."""
+    modules = _library_modules()
+    graph = {}
+    for name, (tree, package) in modules.items():
+        deps = set()
+        for target, _ in _imports(name, tree, package, modules):
+            while target not in modules and "." in target:
+                target = target.rsplit(".", 1)[0]
+            if target in modules and target != name:
+                deps.add(target)
+        graph[name] = deps
+    done: set[str] = set()
+
+    def cycle_from(node: str, path: list[str]) -> list[str] | None:
+        if node in path:
+            return path[path.index(node):] + [node]
+        if node in done:
+            return None
+        for dep in sorted(graph[node]):
+            found = cycle_from(dep, path + [node])
+            if found:
+                return found
+        done.add(node)
+        return None
+
+    cycles = [c for c in (cycle_from(name, []) for name in sorted(graph)) if c]
+    assert cycles == []

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import privselect as ps
 
-__all__ = ["DELTA", "DPSGD", "HETEROGENEOUS", "Part", "pld_of_parts", "wor_rr_pmfs", "wor_rr_pld", "privselect_mechanism", "dp_accounting_pld",
-           "run_dp_accounting_pld", "run_prv_accountant", "run_dp_accounting_rdp"]
+__all__ = ["DELTA", "DPSGD", "HETEROGENEOUS", "Part", "pld_of_parts", "wor_rr_pmfs", "wor_rr_pld", "privselect_mechanism",
+           "dp_accounting_pld", "run_dp_accounting_pld", "run_prv_accountant", "run_dp_accounting_rdp"]
 
 DELTA = 1e-5
 DPSGD = [(1.1, 256 / 60000, 14063)]

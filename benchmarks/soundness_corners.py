@@ -25,9 +25,16 @@ below ~1e-12: the FFT composition's absolute noise is ~1e-15). References:
   truncation and rounding terms) is a proven lower bound, its upper end a certified upper bound
   (the tightness reference);
 * dp-accounting's PLD with ``tail_mass_truncation = 1e-4 delta`` (far below delta; its default
-  1e-15 is not): optimistic eps as a lower reference, adjudicated by its own delta(eps) at the
-  candidate with the ``PLD_FLOOR`` margin (so near 1e-14 it can only flag gross violations), and
-  its pessimistic eps as a second upper reference where the two are consistent.
+  1e-15 is not), only where its optimistic eps is not above its pessimistic one: the optimistic
+  eps as a lower reference, the pessimistic as a second upper reference. A default below the
+  optimistic eps is adjudicated by dp-accounting's own delta(eps) at the default (within
+  ``PLD_FLOOR``: its noise), then by an independent exponentially tilted FFT
+  (``tests/support/soundness.tilted_delta``: relative precision where the plain FFT has an absolute
+  floor; checked against the closed forms and against the PLD at delta = 1e-6): if the tilted delta at
+  the default's eps is within ``TILTED_RTOL`` of delta, the PLD was at fault (a reference error,
+  with the tilted value recorded), else it is a violation. Both candidates of the first run
+  (seed 0) were dp-accounting's: e.g. 352 Laplace(2.28) steps at 6.3e-14, where its optimistic eps
+  is 82.73 and the tilted FFT puts delta(82.73) at 4.84e-14 (default 82.4928: 6.26884e-14 <= 6.26893e-14).
 
 The tightness gap is (default - best upper reference) / max(reference, 1e-3); the best upper
 reference is the exact value, else the smaller of CF's certified upper end and the consistent
@@ -47,7 +54,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 import privselect as ps
-from tests.support.soundness import cf_bracket, exact_parts_delta, exact_parts_epsilon
+from tests.support.soundness import cf_bracket, exact_parts_delta, exact_parts_epsilon, tilted_delta
 
 #: The delta ranges of the corner modes.
 DELTA_MODE_RANGE = (1e-10, 1e-2)
@@ -57,6 +64,8 @@ RTOL = 1e-9
 PLD_FLOOR = 1e-14
 REL_FLOOR = 1e-3
 CF_MAX_WORK = 5e6
+#: Relative slack on the tilted FFT's delta (an estimate good to ~1e-6 relative: midpoint rule, binning).
+TILTED_RTOL = 1e-4
 MAX_PLD_POINTS = 2e6
 
 
@@ -74,6 +83,7 @@ class CornerResult:
     violations: list = field(default_factory=list)
     reference_errors: list = field(default_factory=list)
     decided_by: str = "undecided"
+    tilted: float | None = None  # tilted-FFT delta at the default's eps (small-delta adjudication only)
     gap: float | None = None
     timings: dict = field(default_factory=dict)
 
@@ -167,18 +177,21 @@ def check_small_delta(query, interval: float) -> CornerResult:
                 res, "pld", lambda: [pld_of_parts(query.parts, h, p, tail_mass_truncation=tail) for p in (False, True)])
             low = max(float(optimistic.get_epsilon_for_delta(delta)), 0.0)
             up = max(float(pessimistic.get_epsilon_for_delta(delta)), 0.0)
-            res.lower["pld_optimistic"] = low
-            if low <= up * (1 + RTOL):
-                res.upper["pld_pessimistic"] = up
+            if low <= up * (1 + RTOL):  # else dp-accounting's known breakdown: no reference at all
+                res.lower["pld_optimistic"], res.upper["pld_pessimistic"] = low, up
         except Exception:  # noqa: BLE001
             optimistic = None
     for name, low in res.lower.items():
         if not res.default < low - RTOL * max(1.0, low):
             continue
-        if name == "pld_optimistic":  # adjudicate by dp-accounting's own delta at the candidate
+        if name == "pld_optimistic":  # adjudicate: dp-accounting's own delta at the candidate, then a tilted FFT
             candidate_delta = float(optimistic.get_delta_for_epsilon(res.default)) if res.default > 0 else 1.0
             if candidate_delta <= delta * (1 + RTOL) + PLD_FLOOR:
                 res.reference_errors.append(name)
+                continue
+            res.tilted = _timed(res, "tilted", lambda: tilted_delta(query.parts, res.default))
+            if res.tilted <= delta * (1 + TILTED_RTOL):
+                res.reference_errors.append(f"{name} (tilted FFT: {res.tilted:.6g})")
                 continue
         res.violations.append(name)
     if res.upper:

@@ -350,3 +350,84 @@ def summarise(results: list[CaseResult]) -> dict:
         "pld_optimistic_shortfall_rel": _quantiles(opt_rel),
         "seconds_total": float(sum(r.seconds for r in results)),
     }
+
+
+def _step_losses(part, direction: str, points: int = 200_001) -> tuple[np.ndarray, np.ndarray]:
+    """One step's privacy loss as (values, probabilities) on a fine grid of the output x (midpoint rule):
+    remove, x ~ (1-q) B(0) + q B(1) and L = log(1 - q + q b(x - 1)/b(x)); add, x ~ B(0) and L negated
+    (B a Gaussian of std sigma or a Laplace of scale b, sensitivity 1). The loss is constant on x <= 0 and
+    x >= 1 for Laplace: those cells share one value (its atoms)."""
+    from scipy import stats
+
+    s, q = part.noise, part.rate
+    law = stats.norm(scale=s) if part.kind == "gaussian" else stats.laplace(scale=s)
+    width = (40 * s if part.kind == "gaussian" else 80 * s) + 1
+    edges = np.linspace(-width, 1 + width, points + 1)
+    x = 0.5 * (edges[1:] + edges[:-1])
+    if part.kind == "gaussian":
+        shift = (2 * x - 1) / (2 * s * s)
+    else:
+        shift = (np.abs(x) - np.abs(x - 1)) / s
+    loss = shift if q == 1.0 else np.logaddexp(math.log1p(-q), math.log(q) + shift)
+    base = np.diff(law.cdf(edges))
+    values, probs = (loss, (1 - q) * base + q * np.diff(law.cdf(edges - 1))) if direction == "remove" else (-loss, base)
+    keep = probs > 0
+    return values[keep], probs[keep]
+
+
+def tilted_delta(parts, eps: float, cells: int = 1 << 21) -> float:
+    """Independent estimate of delta(eps) (max over directions) of a composition of `Part`s by an
+    exponentially tilted FFT: with lambda at the saddle point (the tilted sum has mean eps),
+    delta(eps) = prod M_j(lambda)^{k_j} E_lambda[e^{-lambda S} (1 - e^{eps - S})_+], and the tilted law of S is
+    composed by FFT on a window of +-40 standard deviations around eps, where it has relative
+    precision (no absolute floating-point floor, unlike an untilted FFT at delta ~ 1e-14). An estimate
+    (midpoint rule in x, linear binning of the losses): used to adjudicate a reference's disagreement."""
+    from scipy import optimize
+    from scipy.special import logsumexp
+
+    out = 0.0
+    for direction in ("remove", "add"):
+        laws = [(_step_losses(p, direction), p.steps) for p in parts]
+        if sum(k * float(np.max(v)) for (v, _), k in laws) <= eps:
+            continue  # the loss never exceeds eps: delta = 0 in this direction
+
+        def tilted_mean(lam):
+            total = 0.0
+            for (v, w), k in laws:
+                a = lam * v + np.log(w)
+                total += k * float(np.sum(v * np.exp(a - logsumexp(a))))
+            return total - eps
+
+        hi = 1.0
+        while tilted_mean(hi) < 0 and hi < 1e6:
+            hi *= 2
+        lam = optimize.brentq(tilted_mean, 0.0 if tilted_mean(0.0) < 0 else -50.0, hi, xtol=1e-12)
+        tilted = []
+        var = 0.0
+        for (v, w), k in laws:
+            a = lam * v + np.log(w)
+            log_mgf = float(logsumexp(a))
+            p = np.exp(a - log_mgf)
+            mean = float(np.sum(p * v))
+            var += k * float(np.sum(p * (v - mean) ** 2))
+            tilted.append((v, p, k, mean, log_mgf))
+        half = 40 * math.sqrt(var) + 1e-9
+        h = 2 * half / cells
+        log_scale, spectrum = 0.0, np.ones(cells // 2 + 1, dtype=complex)
+        for v, p, k, mean, logm in tilted:
+            pos = (v - mean) / h  # centred single-step law, linear binning onto the mesh (keeps the mean)
+            lo = np.floor(pos)
+            frac = pos - lo
+            idx = lo.astype(np.int64) % cells
+            pmf = np.bincount(idx, weights=p * (1 - frac), minlength=cells) \
+                + np.bincount((idx + 1) % cells, weights=p * frac, minlength=cells)
+            spectrum *= np.fft.rfft(pmf) ** k
+            log_scale += k * logm
+        composed = np.fft.irfft(spectrum, cells)
+        offset = np.arange(cells)
+        offset = np.where(offset < cells // 2, offset, offset - cells) * h
+        s = eps + offset  # the centred sum sits at eps (the tilted mean)
+        keep = (s > eps) & (composed > 0)
+        terms = np.exp(log_scale - lam * s[keep] + np.log(composed[keep])) * -np.expm1(eps - s[keep])
+        out = max(out, float(np.sum(terms)))
+    return out

@@ -23,7 +23,7 @@ truncation at most 1e-3 x delta where delta is below its default 1e-15 x 1000) w
 and a reference that holds at that delta where there is one:
 
 * small-delta subsampled Gaussian: sigma = 1.141502354577166, q = 0.0017154651432147688, T = 560,
-  eps(1.0142e-14); reference: privselect's CF accountant alone, its certified upper end;
+  eps(1.0142e-14); reference: privselect's CF accountant alone (its own work cap), its certified upper end;
 * subsampled Laplace: scale 19.14599677909992, q = 0.0013137129345395606, T = 36, eps(1e-14);
   reference: pure-DP composition T log(1 + q (e^{1/b} - 1)) (holds at delta = 0);
 * WOR randomized response: p = 0.8907721672159914, rate 0.003528678518082569, T = 69, delta(3.14044);
@@ -173,7 +173,7 @@ _RR = (0.8907721672159914, 0.003528678518082569, 69)
 _T1E6 = (Part("gaussian", 0.8, 1e-4, 1_000_000),)
 CORNERS: dict[str, Corner] = {
     "small-delta SGM": _parts_corner(_SMALL_GAUSS, "eps", 1.0142e-14,
-                                     lambda: cf_bracket(mechanism(_SMALL_GAUSS), 1.0142e-14)[1], "CF upper"),
+                                     lambda: cf_bracket(mechanism(_SMALL_GAUSS), 1.0142e-14, None)[1], "CF upper"),
     "sub. Laplace 1e-14": _parts_corner(
         _SUB_LAPLACE, "eps", 1e-14,
         lambda: 36 * math.log1p(_SUB_LAPLACE[0].rate * math.expm1(1 / _SUB_LAPLACE[0].noise)), "pure-DP comp."),

@@ -26,7 +26,8 @@ below ~1e-12: the FFT composition's absolute noise is ~1e-15). References:
   (the tightness reference);
 * dp-accounting's PLD with ``tail_mass_truncation = 1e-4 delta`` (far below delta; its default
   1e-15 is not), only where its optimistic eps is not above its pessimistic one: the optimistic
-  eps as a lower reference, the pessimistic as a second upper reference. A default below the
+  eps as a lower reference, the pessimistic as a second upper reference (dropped where it lies below
+  CF's proven lower end: there it is dp-accounting's floating-point floor, not a bound). A default below the
   optimistic eps is adjudicated by dp-accounting's own delta(eps) at the default (within
   ``PLD_FLOOR``: its noise), then by an independent exponentially tilted FFT
   (``tests/support/soundness.tilted_delta``: relative precision where the plain FFT has an absolute
@@ -84,6 +85,7 @@ class CornerResult:
     reference_errors: list = field(default_factory=list)
     decided_by: str = "undecided"
     tilted: float | None = None  # tilted-FFT delta at the default's eps (small-delta adjudication only)
+    dropped: dict = field(default_factory=dict)  # references refuted by a proven one
     gap: float | None = None
     timings: dict = field(default_factory=dict)
 
@@ -181,6 +183,10 @@ def check_small_delta(query, interval: float) -> CornerResult:
                 res.lower["pld_optimistic"], res.upper["pld_pessimistic"] = low, up
         except Exception:  # noqa: BLE001
             optimistic = None
+        proven = res.lower.get("cf")
+        if proven is not None and res.upper.get("pld_pessimistic", math.inf) < proven * (1 - RTOL):
+            # below CF's proven lower end: dp-accounting's floor, not an upper bound (kept for the record)
+            res.dropped["pld_pessimistic"] = res.upper.pop("pld_pessimistic")
     for name, low in res.lower.items():
         if not res.default < low - RTOL * max(1.0, low):
             continue
@@ -228,6 +234,7 @@ def summarise(results: list[CornerResult], mode: str) -> dict:
         "violation_cases": [asdict(r) for r in results if r.violations],
         "reference_errors": sum(len(r.reference_errors) for r in results),
         "refusals": sum(r.refusal is not None for r in results),
+        "references_dropped": sum(len(r.dropped) for r in results),
         "refusal_messages": sorted({r.refusal for r in results if r.refusal})[:5],
         "decided_by": decided,
         "default_chose": chose,

@@ -157,12 +157,13 @@ def exact_epsilon(case: Case) -> float | None:
     return exact_parts_epsilon([Part("gaussian", case.sigma, case.q, case.k)], case.delta)
 
 
-def cf_bracket(mechanism: ps.Mechanism, delta: float, max_work: float = 5e6) -> tuple[float, float] | None:
+def cf_bracket(mechanism: ps.Mechanism, delta: float, max_work: float | None = 5e6) -> tuple[float, float] | None:
     """privselect's CF accountant alone: its certified (lower, upper) on eps(delta), both proven
     (estimate -/+ its certified error terms); None where CF marks its profile uncertified or cannot
-    answer. ``max_work`` caps the work per integration line (it only widens the bracket)."""
+    answer. ``max_work`` caps the work per integration line (it only widens the bracket; None: CF's own cap)."""
     try:
-        prof = ps.privacy_profile(mechanism, accountant="cf", max_work=max_work)
+        options = {} if max_work is None else {"max_work": max_work}
+        prof = ps.privacy_profile(mechanism, accountant="cf", **options)
         if not prof.certified:
             return None
         lower, upper = prof.epsilon_bounds(delta)

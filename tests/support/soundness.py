@@ -432,3 +432,13 @@ def tilted_delta(parts, eps: float, cells: int = 1 << 21) -> float:
         terms = np.exp(log_scale - lam * s[keep] + np.log(composed[keep])) * -np.expm1(eps - s[keep])
         out = max(out, float(np.sum(terms)))
     return out
+
+
+def tilted_epsilon(parts, delta: float, hi: float = 64.0, rtol: float = 1e-6) -> float:
+    """eps(delta) from `tilted_delta` by Brent's method on [0, hi] (an estimate, like its delta)."""
+    from scipy import optimize
+
+    f = lambda e: math.log(max(tilted_delta(parts, e), 1e-300)) - math.log(delta)  # noqa: E731
+    if f(0.0) <= 0:
+        return 0.0
+    return float(optimize.brentq(f, 0.0, hi, rtol=rtol))

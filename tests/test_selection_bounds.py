@@ -233,3 +233,20 @@ def test_binomial_k_of_tiny_rate_costs_rate_times_total_variation():
     exact_shift = p * rate * (2 * norm.cdf(1 / sigma) - 1)
     assert cert.bound == "profile"
     assert exact_shift <= cert.epsilon <= 1.02 * exact_shift  # the base profile's upper delta(0) is within 2% of TV
+
+
+def test_the_kept_delta_grid_does_not_keep_its_profile_alive():
+    """selection_shift keeps the base profile's delta grid for later laws, but not the profile itself."""
+    import gc
+    import weakref
+
+    from privselect.selection.bounds import profile as profile_bounds
+
+    base = ps.gdp_profile(0.5)
+    first = selection_shift(base, Geometric(mean=10))
+    assert selection_shift(base, Geometric(mean=10)) == first  # answered from the kept grid alike
+    ref, key = weakref.ref(base), id(base)
+    assert key in profile_bounds._TABLES
+    del base
+    gc.collect()
+    assert ref() is None and key not in profile_bounds._TABLES

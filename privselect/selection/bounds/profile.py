@@ -81,14 +81,13 @@ class _GridTable:
     query holds), so that many K laws on one profile evaluate each grid point once.
     """
 
-    def __init__(self, base: PrivacyProfile) -> None:
-        self.base = base
-        self.values = np.full(_EPS1_GRID.shape, np.nan)
+    def __init__(self) -> None:
+        self.values = np.full(_EPS1_GRID.shape, np.nan)  # no reference to the profile: it may be collected
 
-    def at(self, index: np.ndarray) -> np.ndarray:
+    def at(self, base: PrivacyProfile, index: np.ndarray) -> np.ndarray:
         missing = index[np.isnan(self.values[index])]
         if missing.size:
-            self.values[missing] = self.base.delta(_EPS1_GRID[missing])
+            self.values[missing] = base.delta(_EPS1_GRID[missing])
         return self.values[index]
 
 
@@ -100,7 +99,7 @@ def _grid_table(base: PrivacyProfile) -> _GridTable:
     entry = _TABLES.get(id(base))
     if entry is not None and entry[0]() is base:
         return entry[1]
-    table = _GridTable(base)
+    table = _GridTable()
     try:
         ref = weakref.ref(base)
     except TypeError:  # not weakly referenceable: no reuse across calls
@@ -145,7 +144,7 @@ def selection_shifts(base: PrivacyProfile, laws: Sequence[KDistribution]) -> lis
             index = index[floor_values[index] < np.min(values)]
             if not index.size:
                 break
-            values[index] = entry.rule(k_dist, _EPS1_GRID[index], table.at(index))
+            values[index] = entry.rule(k_dist, _EPS1_GRID[index], table.at(base, index))
         if not np.isfinite(values).any():
             raise ValueError(f"no eps_1 >= 0 satisfies the condition of {entry.theorem} for this base profile")
         best = int(np.argmin(values))

@@ -17,7 +17,26 @@ Rows (issue 14, "Must show" 2):
 
 Target: every row >= 3x faster than PLD(1e-4) and within 0.1% of its epsilon.
 
-    python -m benchmarks.accounting [--repeat 1] [--rows DP-SGD,Laplace] [--accountants]
+Corner rows (issue 25, Build 5), one query each, the default's value (eps or delta), its time
+(build plus query), dp-accounting's PLD(1e-4) in the same run (pessimistic, and its tail
+truncation at most 1e-3 x delta where delta is below its default 1e-15 x 1000) with the time ratio,
+and a reference that holds at that delta where there is one:
+
+* small-delta subsampled Gaussian: sigma = 1.141502354577166, q = 0.0017154651432147688, T = 560,
+  eps(1.0142e-14); reference: privselect's CF accountant alone (its own work cap), its certified upper end;
+* subsampled Laplace: scale 19.14599677909992, q = 0.0013137129345395606, T = 36, eps(1e-14);
+  reference: pure-DP composition T log(1 + q (e^{1/b} - 1)) (holds at delta = 0);
+* WOR randomized response: p = 0.8907721672159914, rate 0.003528678518082569, T = 69, delta(3.14044);
+  reference: the exact binomial sum (``tests/support/soundness.wor_rr_delta``); dp-accounting's
+  PLD from the two output pmfs (``from_two_probability_mass_functions``);
+* T = 1e6, q = 1e-4, sigma = 0.8: eps(1e-5) and eps(1e-12); reference: an exponentially tilted FFT
+  (``tests/support/soundness.tilted_epsilon``), an estimate with relative precision at any delta
+  (dp-accounting's PLD at 1e-12 and T = 1e6 is far above it: its FFT floor).
+
+At delta ~ 1e-15 dp-accounting's PLD is below its floating-point floor: its value there is printed,
+not trusted (the ``ref`` column decides).
+
+    python -m benchmarks.accounting [--repeat 1] [--rows DP-SGD,Laplace] [--accountants] [--corners-only]
 """
 
 from __future__ import annotations
@@ -27,22 +46,13 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import privselect as ps
+from tests.support.peers import Part, pld_of_parts, wor_rr_pld
+from tests.support.soundness import cf_bracket, tilted_epsilon, wor_rr_delta
 
 DELTAS = (1e-5, 1e-10)
-
-
-@dataclass(frozen=True)
-class Part:
-    kind: str  # "gaussian" (noise multiplier) | "laplace" (scale)
-    noise: float
-    rate: float
-    steps: int
-
-    def mechanism(self) -> ps.Mechanism:
-        base = ps.Gaussian(self.noise) if self.kind == "gaussian" else ps.Laplace(self.noise)
-        return (base if self.rate == 1.0 else base.poisson_subsample(self.rate)).compose(self.steps)
 
 
 ROWS: dict[str, tuple[Part, ...]] = {
@@ -74,15 +84,7 @@ def default_epsilon(parts, delta: float, **options) -> float:
 
 def pld_epsilon(parts, delta: float, interval: float = 1e-4) -> float:
     """dp-accounting's pessimistic (connect-the-dots) PLD, both directions (its max)."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
-    total = None
-    for p in parts:
-        make = pld.from_gaussian_mechanism if p.kind == "gaussian" else pld.from_laplace_mechanism
-        one = make(p.noise, sensitivity=1, sampling_prob=p.rate, value_discretization_interval=interval,
-                   pessimistic_estimate=True, use_connect_dots=True).self_compose(p.steps)
-        total = one if total is None else total.compose(one)
-    return float(total.get_epsilon_for_delta(delta))
+    return float(pld_of_parts(parts, interval).get_epsilon_for_delta(delta))
 
 
 def prv_accountant_epsilon(parts, delta: float) -> float:
@@ -150,15 +152,94 @@ def _format(r: dict) -> str:
             f"{pld}{ratio(r['pld_eps'], r['pld_seconds'])}{prv}{ratio(r['prv_eps'], r['prv_seconds'])}")
 
 
+@dataclass(frozen=True)
+class Corner:
+    """One corner query: ``kind`` "eps" (eps at ``at`` = delta) or "delta" (delta at ``at`` = eps)."""
+
+    mechanism: Callable[[], ps.Mechanism]
+    kind: str
+    at: float
+    pld: Callable[[float, bool, float], object]  # (interval, pessimistic, tail truncation) -> dp-accounting PLD
+    reference: Callable[[], float] | None = None
+    reference_name: str = ""
+
+
+def _parts_corner(parts, kind, at, reference=None, name=""):
+    return Corner(lambda: mechanism(parts), kind, at, lambda h, pess, tail: pld_of_parts(parts, h, pess, tail),
+                  reference, name)
+
+
+_SMALL_GAUSS = (Part("gaussian", 1.141502354577166, 0.0017154651432147688, 560),)
+_SUB_LAPLACE = (Part("laplace", 19.14599677909992, 0.0013137129345395606, 36),)
+_RR = (0.8907721672159914, 0.003528678518082569, 69)
+_T1E6 = (Part("gaussian", 0.8, 1e-4, 1_000_000),)
+CORNERS: dict[str, Corner] = {
+    "small-delta SGM": _parts_corner(_SMALL_GAUSS, "eps", 1.0142e-14,
+                                     lambda: cf_bracket(mechanism(_SMALL_GAUSS), 1.0142e-14, None)[1], "CF upper"),
+    "sub. Laplace 1e-14": _parts_corner(
+        _SUB_LAPLACE, "eps", 1e-14,
+        lambda: 36 * math.log1p(_SUB_LAPLACE[0].rate * math.expm1(1 / _SUB_LAPLACE[0].noise)), "pure-DP comp."),
+    "WOR RR delta(eps)": Corner(
+        lambda: ps.RandomizedResponse(_RR[0]).sample_without_replacement(_RR[1]).compose(_RR[2]), "delta", 3.14044,
+        lambda h, pess, tail: wor_rr_pld(*_RR, h, pess, tail), lambda: wor_rr_delta(*_RR, 3.14044), "exact"),
+    "T=1e6 q=1e-4 1e-5": _parts_corner(_T1E6, "eps", 1e-5, lambda: tilted_epsilon(_T1E6, 1e-5), "tilted FFT (est.)"),
+    "T=1e6 q=1e-4 1e-12": _parts_corner(_T1E6, "eps", 1e-12, lambda: tilted_epsilon(_T1E6, 1e-12), "tilted FFT (est.)"),
+}
+
+
+def _default_value(corner: Corner) -> float:
+    prof = ps.privacy_profile(corner.mechanism())
+    return float(prof.epsilon(corner.at) if corner.kind == "eps" else prof.delta(corner.at))
+
+
+def _pld_value(corner: Corner, interval: float = 1e-4) -> float:
+    delta = corner.at if corner.kind == "eps" else 1e-15
+    dist = corner.pld(interval, True, min(1e-15, 1e-3 * delta))
+    return float(dist.get_epsilon_for_delta(corner.at) if corner.kind == "eps" else dist.get_delta_for_epsilon(corner.at))
+
+
+def corner_matrix(corners: dict[str, Corner], repeat: int) -> list[dict]:
+    """The corner rows: the default against dp-accounting's PLD(1e-4) and the row's reference."""
+    print(f"{'corner':<20}{'query':>16}{'default':>13}{'seconds':>9}{'PLD1e-4':>13}{'seconds':>9}{'time x':>8}"
+          f"{'+% vs PLD':>11}{'ref':>13}{'+% vs ref':>11}  ref")
+    out = []
+    for name, corner in corners.items():
+        value, sec = _cell(lambda: _default_value(corner), repeat)
+        pld, pld_s = _cell(lambda: _pld_value(corner), repeat)
+        ref = corner.reference() if corner.reference is not None else None
+        row = {"row": name, "kind": corner.kind, "at": corner.at, "value": value, "seconds": sec, "pld": pld,
+               "pld_seconds": pld_s, "reference": ref, "reference_name": corner.reference_name}
+        out.append(row)
+        query = f"{'eps' if corner.kind == 'eps' else 'delta'}({corner.at:.5g})"
+
+        def rel(peer):
+            return f"{100 * (value - peer) / peer:>+11.3f}" if isinstance(value, float) and isinstance(peer, float) \
+                and peer > 0 else f"{'-':>11}"
+
+        shown = f"{value:>13.6g}" if isinstance(value, float) else f"  {value}"
+        ratio = f"{pld_s / sec:>7.1f}x" if isinstance(pld, float) and isinstance(value, float) else f"{'-':>8}"
+        print(f"{name:<20}{query:>16}{shown}{sec:>9.3f}"
+              f"{pld if not isinstance(pld, float) else format(pld, '>13.6g')}{pld_s:>9.3f}{ratio}{rel(pld)}"
+              f"{format(ref, '>13.6g') if ref is not None else format('-', '>13')}{rel(ref)}  {corner.reference_name}",
+              flush=True)
+    return out
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="best of this many runs per cell")
     parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated row names")
     parser.add_argument("--accountants", action="store_true", help="also time each privselect accountant alone")
+    parser.add_argument("--corners", default=",".join(CORNERS), help="comma-separated corner rows ('' for none)")
+    parser.add_argument("--corners-only", action="store_true", help="only the corner rows")
     args = parser.parse_args(argv)
     logging.getLogger().setLevel(logging.ERROR)  # dp-accounting warns about its optimistic fallback
-    rows = {name: ROWS[name] for name in args.rows.split(",")}
-    matrix(rows, args.repeat, ("prv", "cf", "rdp") if args.accountants else ())
+    if not args.corners_only:
+        rows = {name: ROWS[name] for name in args.rows.split(",")}
+        matrix(rows, args.repeat, ("prv", "cf", "rdp") if args.accountants else ())
+    else:
+        warm_up()
+    corner_matrix({name: CORNERS[name] for name in args.corners.split(",") if name}, args.repeat)
 
 
 if __name__ == "__main__":

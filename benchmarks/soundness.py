@@ -53,8 +53,17 @@ tiny-rate cases otherwise take minutes; the cap only widens its certified bracke
 ``(certified - best upper reference) / best upper reference`` per accountant and for the
 default, with the fraction of queries within 0.5% and 5%.
 
+**Corner modes** (``--mode delta``: delta(eps) queries; ``--mode small-delta``: eps(delta) at delta in
+[1e-14, 1e-10], where dp-accounting's PLD is no reference): the default only, against the exact
+value, CF with proven terms and dp-accounting's PLD with its tail truncation far below delta;
+``benchmarks/soundness_corners.py`` describes their references.
+
+The references (dp-accounting's PLD of a composition, the exact values, CF's certified bracket)
+come from ``tests/support/`` (``peers.pld_of_parts``, ``soundness.exact_parts_epsilon``, ...).
+
     python -m benchmarks.soundness [--cases 300] [--seed 0] [--interval 1e-4] [--max-k 5000] [--json out.json]
                                    [--default-only] [--fine-interval 1e-5] [--deadline HH:MM]
+                                   [--mode eps|delta|small-delta]
 """
 
 from __future__ import annotations
@@ -71,7 +80,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 import privselect as ps
-from benchmarks.accounting import Part
+from benchmarks import soundness_corners as corners
+from tests.support.peers import Part, pld_of_parts
+from tests.support.soundness import exact_parts_epsilon
 
 RTOL = 1e-9
 #: Smallest reference epsilon used as the denominator of a relative gap.
@@ -131,7 +142,7 @@ def _log_uniform(rng, lo, hi) -> float:
     return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
-def sample(n: int, rng: np.random.Generator, max_k: int) -> list[Query]:
+def sample(n: int, rng: np.random.Generator, max_k: int, delta_range: tuple[float, float] = (1e-12, 1e-2)) -> list[Query]:
     out = []
     for _ in range(n):
         u = rng.random()
@@ -144,7 +155,7 @@ def sample(n: int, rng: np.random.Generator, max_k: int) -> list[Query]:
         else:
             parts = tuple(Part("gaussian", _log_uniform(rng, 0.5, 20.0), _log_uniform(rng, 1e-3, 0.3),
                                max(1, round(_log_uniform(rng, 1, max_k / 3)))) for _ in range(int(rng.integers(2, 4))))
-        out.append(Query(parts, _log_uniform(rng, 1e-12, 1e-2)))
+        out.append(Query(parts, _log_uniform(rng, *delta_range)))
     return out
 
 
@@ -171,33 +182,15 @@ def default_epsilon(query: Query) -> tuple[float, str]:
     return eps, f"auto:{chosen}"
 
 
-def pld_distributions(query: Query, interval: float, modes: tuple[bool, ...] = (False, True)) -> list:
+def pld_distributions(query: Query, interval: float, modes: tuple[bool, ...] = (False, True),
+                      tail_mass_truncation: float = 1e-15) -> list:
     """dp-accounting's composed PLDs, one per mode (False: optimistic, True: pessimistic)."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
-    out = []
-    for pessimistic in modes:
-        total = None
-        for p in query.parts:
-            make = pld.from_gaussian_mechanism if p.kind == "gaussian" else pld.from_laplace_mechanism
-            one = make(p.noise, sensitivity=1, sampling_prob=p.rate, value_discretization_interval=interval,
-                       pessimistic_estimate=pessimistic, use_connect_dots=pessimistic).self_compose(p.steps)
-            total = one if total is None else total.compose(one)
-        out.append(total)
-    return out
+    return [pld_of_parts(query.parts, interval, pessimistic, tail_mass_truncation) for pessimistic in modes]
 
 
 #: dp-accounting's composed PLD carries absolute floating-point noise of this order (its delta
 #: goes negative near 1e-15): below it, its epsilon(delta) search is not a reference.
 PLD_FLOOR = 1e-14
-
-
-def exact_epsilon(query: Query) -> float | None:
-    """mu-GDP for compositions of (unsubsampled) Gaussians; None otherwise."""
-    if all(p.kind == "gaussian" and p.rate == 1.0 for p in query.parts):
-        mu = math.sqrt(sum(p.steps / p.noise**2 for p in query.parts))
-        return max(float(ps.gaussian_epsilon(query.delta, mu)), 0.0)
-    return None
 
 
 def _below(a: float, b: float) -> bool:
@@ -220,7 +213,7 @@ def check(query: Query, interval: float, accountants: tuple[str, ...] = ACCOUNTA
     except Exception as exc:  # noqa: BLE001
         res.refusal = f"{type(exc).__name__}: {str(exc)[:120]}"
     res.timings["default"] = time.perf_counter() - t
-    res.exact = exact_epsilon(query)
+    res.exact = exact_parts_epsilon(query.parts, query.delta)
     t = time.perf_counter()
     optimistic = None
     try:
@@ -492,7 +485,15 @@ def main(argv=None) -> int:
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--default-only", action="store_true",
                         help="check only the default (auto), not each accountant alone (much faster)")
+    parser.add_argument("--mode", choices=("eps",) + tuple(corners.CHECKS), default="eps",
+                        help="eps: eps(delta) at delta in [1e-12, 1e-2] (this module); delta: delta(eps); small-delta: "
+                             "eps(delta) at delta in [1e-14, 1e-10] (both: benchmarks/soundness_corners.py, default only)")
     args = parser.parse_args(argv)
+    if args.mode != "eps":
+        logging.getLogger().setLevel(logging.ERROR)
+        queries = sample(args.cases, np.random.default_rng(args.seed), args.max_k, corners.CHECKS[args.mode][1])
+        summary = corners.run(args.mode, queries, args.interval, args.json, args.quiet)
+        return 1 if summary["violations"] or summary["refusals"] else 0
     accountants = () if args.default_only else ACCOUNTANTS
     fine = args.fine_interval
     deadline = _deadline(args.deadline)

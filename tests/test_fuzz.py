@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import signal
 
 import numpy as np
 import pytest
@@ -29,27 +28,7 @@ from privselect import audit as A
 from privselect import cli
 from privselect.selection import calibrate, rnm
 from tests.support import audit as S
-
-CALL_SECONDS = 60  # "never a hang": every single call must return (or raise) within this
-
-
-class Hang(AssertionError):
-    pass
-
-
-@contextlib.contextmanager
-def bounded(seconds: float = CALL_SECONDS):
-    def handler(signum, frame):
-        raise Hang(f"call did not finish within {seconds}s")
-
-    old = signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
+from tests.support.timing import CALL_SECONDS, bounded
 
 def attempt(fn, *names, seconds: float = CALL_SECONDS):
     """(True, value) or (False, exc) for a ValueError/TypeError whose message names a parameter."""

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from privselect.selection.bounds.mixture import k_mixture_profile
+from privselect.selection.bounds import k_mixture_profile
+from tests.support.timing import bounded
 
 
 @pytest.mark.parametrize("k_dist", [ps.Geometric(mean=5), ps.Poisson(4.0), ps.Binomial(20, 0.3)], ids=repr)
@@ -109,3 +110,23 @@ def test_small_delta_certificate_from_the_shared_discretisation_in_long_double()
     assert per_bucket(0.995 * cert.epsilon, 1) > delta  # tight: per-bucket eps is above 0.995 x ours
     with pytest.raises(ps.CertificationError, match="cannot reach delta=1e-15"):
         ps.certify(ps.Gaussian(2.0), ps.Geometric(mean=10), 1e-15, bound="mixture")
+
+
+def test_k_almost_surely_zero_releases_nothing_private():
+    """K ~ Poisson(1e-300): P[K >= 1] ~ 1e-300, so delta(0) <= 1e-300 + the rounding of K's cdf: every
+    delta above that certifies eps = 0 (was an IndexError: no bucket at all)."""
+    with bounded():
+        cert = ps.certify(ps.PureDP(1000.0), ps.Poisson(mean=1e-300), 0.057, bound="mixture")
+        profile = k_mixture_profile(ps.PureDP(1000.0), ps.Poisson(mean=1e-300))
+    assert cert.epsilon == 0.0
+    assert dict(profile.metadata)["k_max"] == 1
+    assert profile.delta(0.0) <= 1e-14  # 1e-300 x delta_1(0) + K's tail and rounding (~1e-15)
+    assert profile.delta(999.0) == pytest.approx(profile.delta(0.0), abs=1e-300)  # delta_1 is 1 - e^{eps-1000}
+
+
+def test_delta_below_k_tail_is_declined_before_any_work():
+    """K ~ Logarithmic(153.6): its tail beyond k_max and the rounding of its cdf (1.5e-11) sit in every
+    delta, so 1e-300 cannot be reached; the library's error says so at once (was a 66 s build)."""
+    with bounded():
+        with pytest.raises(ps.CertificationError, match="cannot reach delta=1e-300"):
+            ps.certify(ps.Laplace(324.18), ps.Logarithmic(mean=153.6), 1e-300, bound="mixture")

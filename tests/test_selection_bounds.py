@@ -1,5 +1,6 @@
 """KRW selection bounds against closed forms, the paper's corollaries and exact computations."""
 
+import importlib
 import math
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 
 import privselect as ps
 from privselect.accounting.profile import discrete_profile
-from privselect.selection.bounds import selection_profile, selection_shift
+from privselect.selection.bounds import selection_epsilons, selection_profile, selection_shift, selection_shifts
 from privselect.selection.distributions import Binomial, Geometric, Logarithmic, Poisson, TruncatedNegativeBinomial
 
 
@@ -77,6 +78,45 @@ def test_shift_is_optimised_over_eps1():
     scan = 2 * np.log(np.exp(e1) + (1 - k.gamma) / k.gamma * base.delta(e1))
     assert sel.shift <= scan.min() + 1e-9
     assert sel.shift == pytest.approx(scan.min(), abs=1e-6)
+
+
+def test_shifts_of_many_laws_match_a_dense_scan_of_each_theorem():
+    """The vectorised search (shared grid, one delta call per refinement round) against a dense scan of
+    Thm 5.2 (geometric), Thm 5.7 (binomial) and Cor. 5.8 (Poisson) on the exact mu-GDP profile."""
+    base = ps.gdp_profile(1 / 4)
+    laws = [Geometric(mean=300), Binomial(50, 0.2), Poisson(8), Logarithmic(mean=20)]
+    e1 = np.linspace(0, 5, 200001)
+    d = base.delta(e1)
+    scans = [
+        2 * np.log(np.exp(e1) + (1 - laws[0].gamma) / laws[0].gamma * d),
+        np.where(e1 >= np.log1p(0.2 / 0.8 * d), 49 * np.log1p(0.2 * np.expm1(e1) + 0.2 * d), np.inf),
+        8 * (np.expm1(e1) + d),
+        np.log(np.exp(e1) + (1 - laws[3].gamma) / laws[3].gamma * d),  # eta = 0
+    ]
+    # the binomial optimum sits on Thm 5.7's feasibility boundary (a kink): there the scan itself is only
+    # good to its step times the slope, 49 * 0.2 * 2.5e-5 ~ 2.5e-4
+    tolerances = [1e-9, 5e-4, 1e-9, 1e-9]
+    for sel, scan, law, tol in zip(selection_shifts(base, laws), scans, laws, tolerances):
+        assert sel.mean == pytest.approx(law.mean)
+        assert sel.shift <= scan.min() + 1e-9  # never worse than the scan (any eps_1 is valid)
+        assert sel.shift == pytest.approx(scan.min(), rel=1e-7, abs=tol)
+
+
+def test_selection_epsilons_of_100_means_equal_the_certificates():
+    """One built profile, 100 K means at once: exactly the eps of each law's certificate (bound="profile")."""
+    profile = ps.privacy_profile(ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(2000))
+    laws = [Geometric(mean=m) for m in np.geomspace(2, 300, 100)]
+    eps = selection_epsilons(profile, laws, 1e-5)
+    for i in (0, 37, 99):
+        assert eps[i] == pytest.approx(ps.certify(profile, laws[i], 1e-5, bound="profile").epsilon, rel=1e-12)
+    assert np.all(np.diff(eps) > 0)  # more runs cost more
+
+
+def test_selection_epsilons_answer_delta_above_the_mean_with_zero():
+    """delta >= m * delta_base(eps) for every eps > 0 when delta / m >= 1 (ScaledShiftedCurve's rule)."""
+    eps = selection_epsilons(ps.gdp_profile(0.5), [Poisson(0.5), Poisson(5)], 0.9)
+    assert eps[0] == 0.0 and eps[1] > 0
+    assert eps[1] == pytest.approx(selection_profile(ps.gdp_profile(0.5), Poisson(5)).epsilon(0.9), rel=1e-12)
 
 
 # -- exact check (KRW App. B, eq. (B.1)) ---------------------------------------------
@@ -174,3 +214,35 @@ def test_a_bound_is_registered_once_and_reached_through_its_family_module():
         bounds.register_bound(int, "profile", "no law")
     assert calibrate.cor62_thresholds is bounds.cor62.cor62_thresholds
     assert bounds.selection_profile is bounds.profile.selection_profile
+
+
+def test_binomial_k_of_tiny_rate_costs_rate_times_total_variation():
+    """Binomial(2, 1e-6) over a WOR-subsampled Gaussian (ZDW 2022 Thm 11(2)): delta / m = 0.85 exceeds
+    delta_base(0), so eps = s* of Thm 5.7, which with the exact profile is ~ p TV (eps_1 at the
+    feasibility boundary). TV = rate (2 Phi(1/sigma) - 1) for the replace-one pair (shift 2/sigma)."""
+    from scipy.stats import norm
+
+    sigma, rate, p = 0.4616, 0.2553, 1e-6
+    # the grid search queries eps_1 only up to ~0.22, where the floor p (e^eps_1 - 1) passes s* (it used to
+    # query up to 2.9, in CF's costly tier); most of the remaining ~10 s is the base profile's error budget
+    cert = ps.certify(ps.Gaussian(sigma).sample_without_replacement(rate), Binomial(n=2, p=p), 1.7e-6)
+    exact_shift = p * rate * (2 * norm.cdf(1 / sigma) - 1)
+    assert cert.bound == "profile"
+    assert exact_shift <= cert.epsilon <= 1.02 * exact_shift  # the base profile's upper delta(0) is within 2% of TV
+
+
+def test_the_kept_delta_grid_does_not_keep_its_profile_alive():
+    """selection_shift keeps the base profile's delta grid for later laws, but not the profile itself."""
+    import gc
+    import weakref
+
+    from privselect.selection.bounds import profile as profile_bounds
+
+    base = ps.gdp_profile(0.5)
+    first = selection_shift(base, Geometric(mean=10))
+    assert selection_shift(base, Geometric(mean=10)) == first  # answered from the kept grid alike
+    ref, key = weakref.ref(base), id(base)
+    assert key in profile_bounds._TABLES
+    del base
+    gc.collect()
+    assert ref() is None and key not in profile_bounds._TABLES

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import privselect as ps
+from tests.support.peers import Part
 from tests.support.soundness import Case, check_case, sample_cases, small_k_epsilon, summarise
 
 
@@ -76,7 +77,6 @@ def test_many_small_rate_steps_are_tight_at_tiny_delta():
 def test_sweep_sandwich_decides_only_what_the_optimistic_pld_proves():
     """benchmarks/soundness.py skips the fine PLD where the coarse optimistic PLD's delta(x) proves the
     default within tolerance of every upper bound; here the truth is the closed form (mu = 1 GDP)."""
-    from benchmarks.accounting import Part
     from benchmarks.soundness import Query, _gap, _gap_threshold, _sandwiched, pld_distributions
 
     for value in (3.0, 2e-3, 5e-4):  # both branches of the relative-gap floor
@@ -90,3 +90,21 @@ def test_sweep_sandwich_decides_only_what_the_optimistic_pld_proves():
     assert not _sandwiched(optimistic, truth * 1.02, delta, 0.005)  # 2% above: must go to the fine PLD
     assert _sandwiched(optimistic, truth * 1.02, delta, 0.05)
     assert _sandwiched(optimistic, 4e-6, delta, 0.005)  # below 0.5% of the 1e-3 floor: any reference >= 0
+
+
+def test_tilted_fft_reference_has_relative_precision_at_tiny_delta():
+    """The sweep's independent adjudicator (tests/support/soundness.tilted_delta) against the mu-GDP closed
+    form where delta ~ 1e-14, far below an untilted FFT's floor; and for a subsampled Gaussian against
+    dp-accounting's PLD bracket at delta = 1e-6, where the PLD is reliable."""
+    from tests.support.peers import pld_of_parts
+    from tests.support.soundness import tilted_delta
+
+    parts = [Part("gaussian", 2.0, 1.0, 10)]
+    for eps in (3.0, 14.0):
+        exact = float(ps.gaussian_delta(eps, math.sqrt(10) / 2))
+        assert tilted_delta(parts, eps) == pytest.approx(exact, rel=1e-5)
+    assert float(ps.gaussian_delta(14.0, math.sqrt(10) / 2)) < 1e-13
+    parts = [Part("gaussian", 3.66, 0.171, 400)]
+    optimistic, pessimistic = (pld_of_parts(parts, 1e-4, p).get_epsilon_for_delta(1e-6) for p in (False, True))
+    assert tilted_delta(parts, pessimistic) <= 1e-6 * (1 + 1e-4)  # the PLD's upper eps: delta below 1e-6
+    assert tilted_delta(parts, optimistic) >= 1e-6 * (1 - 1e-4)  # its lower eps: delta at least 1e-6

@@ -17,14 +17,14 @@ from typing import Any
 
 from .. import _validation as check
 from ..accounting import privacy_profile
-from ..accounting.average import HyperparameterMixture
+from ..accounting.average import HyperparameterMixture, average_profile
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
 from ..mechanisms import Mechanism, NeighbouringRelation, mechanism_from_dict
-from .bounds import (certify_hyperparameter_mixture, law_bound, rdp_selection_epsilon, selection_profile,
-                     supports_rdp_selection, unsupported_reason)
+from .bounds import (COR62, EPS_Q_RANGE, Cor62Thresholds, all_meet, law_bound, rdp_selection_epsilon,
+                     selection_profile, smallest_cor62_base_epsilon, supports_rdp_selection, unsupported_reason)
 from .distributions import KDistribution, k_from_dict
 
-__all__ = ["Certificate", "certify", "FAMILIES", "RELEASE_ALL"]
+__all__ = ["Certificate", "certify", "FAMILIES", "RELEASE_ALL", "certify_hyperparameter_mixture", "cor62_certificate"]
 
 #: Bound families for "release the best of K runs" (K not released), tried by default.
 FAMILIES = ("profile", "rdp")
@@ -172,7 +172,7 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
         raise ValueError(f"bound must be one of {FAMILIES + (RELEASE_ALL,)} or None, got {method!r}")
     if method == RELEASE_ALL:
         return _k_released_certificate(base, k, delta, accountant, accountant_options)
-    if isinstance(base, HyperparameterMixture):  # hyperparameter-dependent privacy (bounds/cor62.py)
+    if isinstance(base, HyperparameterMixture):  # hyperparameter-dependent privacy (bounds/cor62.py's theorem)
         return certify_hyperparameter_mixture(base, k, delta, base_epsilon=base_epsilon, accountant=accountant,
                                               **accountant_options)
     mechanism = base.mechanism if isinstance(base, PrivacyProfile) else base
@@ -265,3 +265,56 @@ def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, acc
                        alternatives={RELEASE_ALL: epsilon}, k=k, base=base, accountant=accountant,
                        error_budget=profile.error_budget,
                        notes=notes + (f"buckets: {dict(profile.metadata)['bucket_profiles']}",))
+
+
+# ----------------------------------------------------------------------------------------
+# Hyperparameters that change the privacy of a run (the bounds: bounds/cor62.py)
+# ----------------------------------------------------------------------------------------
+
+
+def cor62_certificate(thresholds: Cor62Thresholds, k: KDistribution, base: str, accountant: str,
+                      notes: tuple[str, ...] = ()) -> Certificate:
+    """The Cor. 6.2 certificate (KRW 2024) for candidates that all meet ``thresholds``."""
+    th = thresholds
+    return Certificate(
+        epsilon=th.epsilon, delta=th.delta, bound="cor62", theorem=COR62, alternatives={"cor62": th.epsilon}, k=k,
+        base=f"{base}; every candidate ({th.eps1:.6g}, {th.delta1:.3g})-DP and ({th.eps_hat:.6g}, {th.delta_hat:.3g})-DP",
+        accountant=accountant, error_budget=ErrorBudget(), notes=notes,
+    )
+
+
+def certify_hyperparameter_mixture(law: HyperparameterMixture, k: KDistribution, delta: float, *,
+                                   base_epsilon: float | None = None, accountant: str = "auto",
+                                   **accountant_options: Any) -> Certificate:
+    """Certify the best of K runs whose mechanisms are drawn from ``law``: the smaller of the averaged-profile
+    bound (joint convexity, then the profile family) and KRW Cor. 6.2 (``base_epsilon`` = eps_Q, searched when None)."""
+    profiles = [privacy_profile(m, accountant=accountant, **accountant_options) for m in law.mechanisms]
+    averaged = average_profile(profiles, law.weights, mechanism=law)
+    alternatives: dict[str, float] = {}
+    notes: list[str] = []
+    mixture = certify(averaged, k, delta, bound="profile")
+    alternatives["mixture-profile"] = mixture.epsilon
+    thresholds = None
+    reason = unsupported_reason(k, "cor62")
+    if reason is None:
+        if base_epsilon is None:
+            thresholds = smallest_cor62_base_epsilon(profiles, delta, k)
+            if thresholds is None:
+                notes.append(f"cor62: no eps_Q in {EPS_Q_RANGE} has thresholds every candidate meets")
+        else:
+            thresholds = all_meet(profiles, base_epsilon, delta, k)
+            if thresholds is None:
+                notes.append(f"cor62: some candidate exceeds the thresholds of base_epsilon={base_epsilon:g}")
+        if thresholds is not None:
+            alternatives["cor62"] = thresholds.epsilon
+    else:
+        notes.append(f"cor62: {reason}")
+    if thresholds is not None and thresholds.epsilon < mixture.epsilon:
+        cert = cor62_certificate(thresholds, k, repr(law), accountant, tuple(notes))
+        return Certificate(**{**cert.__dict__, "alternatives": alternatives, "version": cert.version})
+    return Certificate(
+        epsilon=mixture.epsilon, delta=mixture.delta, bound="mixture-profile",
+        theorem=f"{mixture.theorem} on the averaged profile E_λ[δ_λ] (joint convexity)", alternatives=alternatives,
+        k=k, base=repr(law), accountant=mixture.accountant, error_budget=mixture.error_budget,
+        notes=mixture.notes + tuple(notes),
+    )

@@ -94,7 +94,8 @@ class RunPrivacy:
                 raise ValueError("reveal_k=True composes the base run: privacy must be a Mechanism")
             return k_released_certificate(base, k, delta, accountant, options)
         if base is None:  # continuous privacy hyperparameters: Cor. 6.2 at base_epsilon, candidates checked at run
-            from ..selection.bounds import cor62_certificate, cor62_thresholds, unsupported_reason
+            from ..selection.bounds import cor62_thresholds, unsupported_reason
+            from ..selection.certify import cor62_certificate
 
             reason = unsupported_reason(k, "cor62")
             if reason is not None:

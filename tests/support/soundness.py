@@ -2,8 +2,9 @@
 
 Cases (random Poisson-subsampled Gaussian compositions), privselect's certified bracket per
 neighbouring direction, dp-accounting's PLD bracket, exact values (closed form for q = 1, nested
-quadrature for k <= 2) and the adjudication of violation candidates. The protocol is described
-in ``benchmarks/soundness.py``.
+quadrature for k <= 2) and the adjudication of violation candidates. The references of the
+sweep's modes (``gdp_mu`` and the exact values of Gaussian compositions, ``cf_bracket``) live here
+too. The protocol is described in ``benchmarks/soundness.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 import privselect as ps
 from privselect.accounting import CertificationError
-from tests.support.peers import dp_accounting_pld
+from tests.support.peers import Part, dp_accounting_pld
 
 RTOL = 1e-9  # float slack when comparing two epsilons
 EXACT_RTOL = 1e-7  # slack against the nested-quadrature exact value (its own accuracy)
@@ -111,11 +112,64 @@ def pld_epsilons(case: Case, interval: float) -> dict[str, dict[str, float]]:
     return out
 
 
+def gdp_mu(parts) -> float | None:
+    """mu of a composition of unsubsampled Gaussian `Part`s, mu^2 = sum steps / sigma^2 (exactly mu-GDP:
+    Dong, Roth, Su 2022, Cor. 3.3); None if some part is subsampled or not Gaussian."""
+    if all(p.kind == "gaussian" and p.rate == 1.0 for p in parts):
+        return math.sqrt(sum(p.steps / p.noise**2 for p in parts))
+    return None
+
+
+def exact_parts_epsilon(parts, delta: float) -> float | None:
+    """Exact epsilon(delta) (clipped at 0) of a composition of unsubsampled Gaussian parts, else None."""
+    mu = gdp_mu(parts)
+    return None if mu is None else max(float(ps.gaussian_epsilon(delta, mu)), 0.0)
+
+
+def exact_parts_delta(parts, eps: float) -> float | None:
+    """Exact delta(eps) of a composition of unsubsampled Gaussian parts, else None."""
+    mu = gdp_mu(parts)
+    return None if mu is None else float(ps.gaussian_delta(eps, mu))
+
+
+def wor_rr_delta(p: float, rate: float, steps: int, eps: float) -> float:
+    """Exact delta(eps) of ``RandomizedResponse(p).sample_without_replacement(rate).compose(steps)``: the
+    product of ``steps`` binary pairs (`wor_rr_pmfs`), a binomial sum over the count of 0 outputs, per
+    direction (the max), each term a (1 - e^{eps - loss}) with expm1 (no cancellation)."""
+    from scipy.special import gammaln
+
+    from tests.support.peers import wor_rr_pmfs
+
+    big, small = (np.log(np.asarray(pmf)) for pmf in wor_rr_pmfs(p, rate))
+    j = np.arange(steps + 1)
+    log_choose = gammaln(steps + 1) - gammaln(j + 1) - gammaln(steps - j + 1)
+    out = 0.0
+    for a, b in ((big, small), (small, big)):
+        la = log_choose + j * a[0] + (steps - j) * a[1]
+        lb = log_choose + j * b[0] + (steps - j) * b[1]
+        terms = np.where(la > eps + lb, np.exp(la) * -np.expm1(np.minimum(eps + lb - la, 0.0)), 0.0)
+        out = max(out, math.fsum(terms))
+    return out
+
+
 def exact_epsilon(case: Case) -> float | None:
     """Exact epsilon(delta) for q = 1: mu-GDP with mu = sqrt(k)/sigma (None otherwise)."""
-    if case.q != 1.0:
+    return exact_parts_epsilon([Part("gaussian", case.sigma, case.q, case.k)], case.delta)
+
+
+def cf_bracket(mechanism: ps.Mechanism, delta: float, max_work: float | None = 5e6) -> tuple[float, float] | None:
+    """privselect's CF accountant alone: its certified (lower, upper) on eps(delta), both proven
+    (estimate -/+ its certified error terms); None where CF marks its profile uncertified or cannot
+    answer. ``max_work`` caps the work per integration line (it only widens the bracket; None: CF's own cap)."""
+    try:
+        options = {} if max_work is None else {"max_work": max_work}
+        prof = ps.privacy_profile(mechanism, accountant="cf", **options)
+        if not prof.certified:
+            return None
+        lower, upper = prof.epsilon_bounds(delta)
+    except (ValueError, ArithmeticError, CertificationError):
         return None
-    return max(float(ps.gaussian_epsilon(case.delta, math.sqrt(case.k) / case.sigma)), 0.0)
+    return max(float(lower), 0.0), max(float(upper), 0.0)
 
 
 def _below(a: float, b: float, rtol: float = RTOL) -> bool:
@@ -297,3 +351,94 @@ def summarise(results: list[CaseResult]) -> dict:
         "pld_optimistic_shortfall_rel": _quantiles(opt_rel),
         "seconds_total": float(sum(r.seconds for r in results)),
     }
+
+
+def _step_losses(part, direction: str, points: int = 200_001) -> tuple[np.ndarray, np.ndarray]:
+    """One step's privacy loss as (values, probabilities) on a fine grid of the output x (midpoint rule):
+    remove, x ~ (1-q) B(0) + q B(1) and L = log(1 - q + q b(x - 1)/b(x)); add, x ~ B(0) and L negated
+    (B a Gaussian of std sigma or a Laplace of scale b, sensitivity 1). The loss is constant on x <= 0 and
+    x >= 1 for Laplace: those cells share one value (its atoms)."""
+    from scipy import stats
+
+    s, q = part.noise, part.rate
+    law = stats.norm(scale=s) if part.kind == "gaussian" else stats.laplace(scale=s)
+    width = (40 * s if part.kind == "gaussian" else 80 * s) + 1
+    edges = np.linspace(-width, 1 + width, points + 1)
+    x = 0.5 * (edges[1:] + edges[:-1])
+    if part.kind == "gaussian":
+        shift = (2 * x - 1) / (2 * s * s)
+    else:
+        shift = (np.abs(x) - np.abs(x - 1)) / s
+    loss = shift if q == 1.0 else np.logaddexp(math.log1p(-q), math.log(q) + shift)
+    base = np.diff(law.cdf(edges))
+    values, probs = (loss, (1 - q) * base + q * np.diff(law.cdf(edges - 1))) if direction == "remove" else (-loss, base)
+    keep = probs > 0
+    return values[keep], probs[keep]
+
+
+def tilted_delta(parts, eps: float, cells: int = 1 << 21) -> float:
+    """Independent estimate of delta(eps) (max over directions) of a composition of `Part`s by an
+    exponentially tilted FFT: with lambda at the saddle point (the tilted sum has mean eps),
+    delta(eps) = prod M_j(lambda)^{k_j} E_lambda[e^{-lambda S} (1 - e^{eps - S})_+], and the tilted law of S is
+    composed by FFT on a window of +-40 standard deviations around eps, where it has relative
+    precision (no absolute floating-point floor, unlike an untilted FFT at delta ~ 1e-14). An estimate
+    (midpoint rule in x, linear binning of the losses): used to adjudicate a reference's disagreement."""
+    from scipy import optimize
+    from scipy.special import logsumexp
+
+    out = 0.0
+    for direction in ("remove", "add"):
+        laws = [(_step_losses(p, direction), p.steps) for p in parts]
+        if sum(k * float(np.max(v)) for (v, _), k in laws) <= eps:
+            continue  # the loss never exceeds eps: delta = 0 in this direction
+
+        def tilted_mean(lam):
+            total = 0.0
+            for (v, w), k in laws:
+                a = lam * v + np.log(w)
+                total += k * float(np.sum(v * np.exp(a - logsumexp(a))))
+            return total - eps
+
+        hi = 1.0
+        while tilted_mean(hi) < 0 and hi < 1e6:
+            hi *= 2
+        lam = optimize.brentq(tilted_mean, 0.0 if tilted_mean(0.0) < 0 else -50.0, hi, xtol=1e-12)
+        tilted = []
+        var = 0.0
+        for (v, w), k in laws:
+            a = lam * v + np.log(w)
+            log_mgf = float(logsumexp(a))
+            p = np.exp(a - log_mgf)
+            mean = float(np.sum(p * v))
+            var += k * float(np.sum(p * (v - mean) ** 2))
+            tilted.append((v, p, k, mean, log_mgf))
+        half = 40 * math.sqrt(var) + 1e-9
+        h = 2 * half / cells
+        log_scale, spectrum = 0.0, np.ones(cells // 2 + 1, dtype=complex)
+        for v, p, k, mean, logm in tilted:
+            pos = (v - mean) / h  # centred single-step law, linear binning onto the mesh (keeps the mean)
+            lo = np.floor(pos)
+            frac = pos - lo
+            idx = lo.astype(np.int64) % cells
+            pmf = np.bincount(idx, weights=p * (1 - frac), minlength=cells) \
+                + np.bincount((idx + 1) % cells, weights=p * frac, minlength=cells)
+            spectrum *= np.fft.rfft(pmf) ** k
+            log_scale += k * logm
+        composed = np.fft.irfft(spectrum, cells)
+        offset = np.arange(cells)
+        offset = np.where(offset < cells // 2, offset, offset - cells) * h
+        s = eps + offset  # the centred sum sits at eps (the tilted mean)
+        keep = (s > eps) & (composed > 0)
+        terms = np.exp(log_scale - lam * s[keep] + np.log(composed[keep])) * -np.expm1(eps - s[keep])
+        out = max(out, float(np.sum(terms)))
+    return out
+
+
+def tilted_epsilon(parts, delta: float, hi: float = 64.0, rtol: float = 1e-6) -> float:
+    """eps(delta) from `tilted_delta` by Brent's method on [0, hi] (an estimate, like its delta)."""
+    from scipy import optimize
+
+    f = lambda e: math.log(max(tilted_delta(parts, e), 1e-300)) - math.log(delta)  # noqa: E731
+    if f(0.0) <= 0:
+        return 0.0
+    return float(optimize.brentq(f, 0.0, hi, rtol=rtol))

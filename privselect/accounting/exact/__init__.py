@@ -5,6 +5,6 @@
   2018, Thm 8 ([`GaussianCurve`][privselect.accounting.profile.GaussianCurve]).
 """
 
-from .gaussian import ExactAccountant, gdp_mu_squared
+from .gaussian import ExactAccountant, gdp_mu_bracket, gdp_mu_squared
 
-__all__ = ["ExactAccountant", "gdp_mu_squared"]
+__all__ = ["ExactAccountant", "gdp_mu_bracket", "gdp_mu_squared"]

@@ -93,3 +93,9 @@ class ExactAccountant(Accountant):
         return PrivacyProfile(curves=(curve,), accountant="exact", mechanism=mechanism,
                               description=f"{mu_high:.6g}-GDP (exact, Dong-Roth-Su 2022 Cor. 3.3)",
                               metadata=(("mu", mu_high), ("mu_low", mu_low)))
+
+
+def gdp_mu_bracket(square: Fraction) -> tuple[float, float]:
+    """Adjacent doubles (low, high) around mu = sqrt(square), low^2 <= square <= high^2: the certified mu
+    of a composition of Gaussian mechanisms whose exact mu^2 is ``square`` (`gdp_mu_squared`)."""
+    return _sqrt_bracket(square)

@@ -9,20 +9,21 @@
 
 [`registry`][privselect.selection.bounds.registry] is the one table (K law, family) -> theorem that
 [`certify`][privselect.selection.certify.certify] consults. Importing this package registers every family.
+The bounds never import ``certify``: ``certify`` composes them into certificates.
 """
 
 from .registry import LawBound, law_bound, register_bound, registered_bounds, unsupported_reason  # noqa: I001
-from .profile import SelectionShift, selection_profile, selection_shift
+from .profile import SelectionShift, selection_epsilons, selection_profile, selection_shift, selection_shifts
 from .rdp import rdp_selection_epsilon, selection_rdp_curve, supports_rdp_selection
-from .cor62 import (COR62, Cor62Thresholds, certify_hyperparameter_mixture, cor62_certificate, cor62_thresholds,
-                    meets_thresholds, smallest_cor62_base_epsilon)
+from .cor62 import (COR62, EPS_Q_RANGE, Cor62Thresholds, all_meet, cor62_thresholds, meets_thresholds,
+                    smallest_cor62_base_epsilon)
 from .mixture import K_MIXTURE, KMixtureCurve, k_mixture_profile
 
 __all__ = [
     "LawBound", "law_bound", "register_bound", "registered_bounds", "unsupported_reason",
-    "SelectionShift", "selection_profile", "selection_shift",
+    "SelectionShift", "selection_profile", "selection_shift", "selection_shifts", "selection_epsilons",
     "rdp_selection_epsilon", "selection_rdp_curve", "supports_rdp_selection",
-    "COR62", "Cor62Thresholds", "certify_hyperparameter_mixture", "cor62_certificate", "cor62_thresholds",
-    "meets_thresholds", "smallest_cor62_base_epsilon",
+    "COR62", "EPS_Q_RANGE", "Cor62Thresholds", "all_meet", "cor62_thresholds", "meets_thresholds",
+    "smallest_cor62_base_epsilon",
     "K_MIXTURE", "KMixtureCurve", "k_mixture_profile",
 ]

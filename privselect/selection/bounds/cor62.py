@@ -1,6 +1,7 @@
-"""Certificates when the hyperparameters change the privacy of a run.
+"""Bounds when the hyperparameters change the privacy of a run.
 
-Two valid bounds, the certificate takes the smaller and names it:
+Two valid bounds; the certificate ([`certify_hyperparameter_mixture`][privselect.selection.certify.certify_hyperparameter_mixture],
+made by ``certify``, which composes the bounds) takes the smaller and names it:
 
 * ``mixture-profile``: the base run's profile is at most the average of the candidates'
   profiles over the space's sampling law, δ_Q(ε) <= E_λ[δ_λ(ε)] (joint convexity,
@@ -18,25 +19,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import optimize
 
 from ... import _validation as check
 from ...accounting import privacy_profile
-from ...accounting.average import HyperparameterMixture, average_profile
-from ...accounting.profile import ErrorBudget, PrivacyProfile, gaussian_delta, gaussian_epsilon
+from ...accounting.profile import PrivacyProfile, gaussian_delta, gaussian_epsilon
 from ...mechanisms import Mechanism
-from ..distributions import KDistribution, TruncatedNegativeBinomial
+from ..distributions import TruncatedNegativeBinomial
 from .registry import register_bound, unsupported_reason
 
-__all__ = ["Cor62Thresholds", "cor62_thresholds", "meets_thresholds", "certify_hyperparameter_mixture",
-           "cor62_certificate", "smallest_cor62_base_epsilon"]
+__all__ = ["COR62", "Cor62Thresholds", "cor62_thresholds", "meets_thresholds", "smallest_cor62_base_epsilon",
+           "EPS_Q_RANGE", "all_meet"]
 
 COR62 = "Koskela-Redberg-Wang 2024, Cor. 6.2"
-# Bisection range and steps for the smallest eps_Q (relative precision 2^-30 of the bracket).
-_EPS_Q_RANGE = (1e-3, 64.0)
+#: Bisection range of the smallest eps_Q (`smallest_cor62_base_epsilon`; relative precision 2^-30 of it).
+EPS_Q_RANGE = (1e-3, 64.0)
 _EPS_Q_STEPS = 30
 
 
@@ -102,20 +101,8 @@ def meets_thresholds(candidate: Mechanism | PrivacyProfile, thresholds: Cor62Thr
     return bool(d[0] <= thresholds.delta1 and d[1] <= thresholds.delta_hat)
 
 
-def cor62_certificate(thresholds: Cor62Thresholds, k: KDistribution, base: str, accountant: str,
-                      notes: tuple[str, ...] = ()):
-    """The Cor. 6.2 certificate for candidates that all meet ``thresholds``."""
-    from ..certify import Certificate  # certify consults this package
-
-    th = thresholds
-    return Certificate(
-        epsilon=th.epsilon, delta=th.delta, bound="cor62", theorem=COR62, alternatives={"cor62": th.epsilon}, k=k,
-        base=f"{base}; every candidate ({th.eps1:.6g}, {th.delta1:.3g})-DP and ({th.eps_hat:.6g}, {th.delta_hat:.3g})-DP",
-        accountant=accountant, error_budget=ErrorBudget(), notes=notes,
-    )
-
-
-def _all_meet(profiles: list[PrivacyProfile], eps_q: float, delta: float, k) -> "Cor62Thresholds | None":
+def all_meet(profiles: list[PrivacyProfile], eps_q: float, delta: float, k) -> "Cor62Thresholds | None":
+    """The Cor. 6.2 thresholds of ``eps_q`` if every profile meets them, else None."""
     try:
         th = cor62_thresholds(eps_q, delta, k)
     except ValueError:
@@ -126,53 +113,15 @@ def _all_meet(profiles: list[PrivacyProfile], eps_q: float, delta: float, k) -> 
 def smallest_cor62_base_epsilon(profiles: list[PrivacyProfile], delta: float,
                                 k: TruncatedNegativeBinomial) -> "Cor62Thresholds | None":
     """Thresholds at (about) the smallest ε_Q that every profile meets; None if none in range does."""
-    lo, hi = _EPS_Q_RANGE
-    best = _all_meet(profiles, hi, delta, k)
+    lo, hi = EPS_Q_RANGE
+    best = all_meet(profiles, hi, delta, k)
     if best is None:
         return None
     for _ in range(_EPS_Q_STEPS):
         mid = math.sqrt(lo * hi)
-        th = _all_meet(profiles, mid, delta, k)
+        th = all_meet(profiles, mid, delta, k)
         if th is None:
             lo = mid
         else:
             hi, best = mid, th
     return best
-
-
-def certify_hyperparameter_mixture(law: HyperparameterMixture, k: KDistribution, delta: float, *,
-                                   base_epsilon: float | None = None, accountant: str = "auto",
-                                   **accountant_options: Any):
-    """Certify the best of K runs whose mechanisms are drawn from ``law``: the smaller of the two bounds."""
-    from ..certify import Certificate, certify  # certify consults this package
-
-    profiles = [privacy_profile(m, accountant=accountant, **accountant_options) for m in law.mechanisms]
-    averaged = average_profile(profiles, law.weights, mechanism=law)
-    alternatives: dict[str, float] = {}
-    notes: list[str] = []
-    mixture = certify(averaged, k, delta, bound="profile")
-    alternatives["mixture-profile"] = mixture.epsilon
-    thresholds = None
-    reason = unsupported_reason(k, "cor62")
-    if reason is None:
-        if base_epsilon is None:
-            thresholds = smallest_cor62_base_epsilon(profiles, delta, k)
-            if thresholds is None:
-                notes.append(f"cor62: no eps_Q in {_EPS_Q_RANGE} has thresholds every candidate meets")
-        else:
-            thresholds = _all_meet(profiles, base_epsilon, delta, k)
-            if thresholds is None:
-                notes.append(f"cor62: some candidate exceeds the thresholds of base_epsilon={base_epsilon:g}")
-        if thresholds is not None:
-            alternatives["cor62"] = thresholds.epsilon
-    else:
-        notes.append(f"cor62: {reason}")
-    if thresholds is not None and thresholds.epsilon < mixture.epsilon:
-        cert = cor62_certificate(thresholds, k, repr(law), accountant, tuple(notes))
-        return Certificate(**{**cert.__dict__, "alternatives": alternatives, "version": cert.version})
-    return Certificate(
-        epsilon=mixture.epsilon, delta=mixture.delta, bound="mixture-profile",
-        theorem=f"{mixture.theorem} on the averaged profile E_λ[δ_λ] (joint convexity)", alternatives=alternatives,
-        k=k, base=repr(law), accountant=mixture.accountant, error_budget=mixture.error_budget,
-        notes=mixture.notes + tuple(notes),
-    )

@@ -44,14 +44,13 @@ import numpy as np
 import scipy.fft
 
 from ...accounting import get_accountant, privacy_profile
-from ...accounting.exact import gdp_mu_squared
-from ...accounting.exact.gaussian import _sqrt_bracket
+from ...accounting.exact import gdp_mu_bracket, gdp_mu_squared
 from ...accounting.plrv import UnsupportedMechanismError
-from ...accounting.profile import DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
-from ...accounting.prv import (_COARSE_ORDERS, _FFT_STAGE_ULPS, _SPECTRUM_FLOOR, _U, MAX_COMPOSITIONS,
-                              MAX_STEP_LOSS, PRVCurve, _Cells, _coupling, _discretise, _epsilon_scale,
-                              _find_tails, _log_mgf_cells, _planned_mesh, _tail_bound, _window,
-                              readable_losses)
+from ...accounting.profile import CertificationError, DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
+from ...accounting.prv.discretisation import (COARSE_ORDERS, FFT_STAGE_ULPS, MAX_COMPOSITIONS, MAX_STEP_LOSS,
+                                              SPECTRUM_FLOOR, UNIT_ROUNDOFF, Cells, PRVCurve, coupling, discretise,
+                                              epsilon_scale, find_tails, log_mgf_cells, planned_mesh, readable_losses,
+                                              tail_bound, window)
 from ...mechanisms import Mechanism
 from ..distributions import KDistribution
 from .registry import register_bound
@@ -88,6 +87,7 @@ def _buckets(k_dist: KDistribution, tail: float, ratio: float,
         cumulative, start = float(cdf[-1]), start + chunk
         if start > 10**7:
             raise ValueError("K's tail is too heavy to bound with the mixture bound (k_max > 1e7)")
+    k_max = max(k_max, 1)  # K = 0 up to the tail (e.g. a Poisson of mean 1e-300): one bucket k = 1 all the same
     ends = list(range(1, min(k_max, exact_up_to) + 1))
     while ends[-1] < k_max:
         ends.append(min(k_max, max(ends[-1] + 1, int(math.ceil(ends[-1] * ratio)))))
@@ -95,7 +95,7 @@ def _buckets(k_dist: KDistribution, tail: float, ratio: float,
     cdf_at = np.cumsum(k_dist.pmf(np.arange(0, k_max + 1)))[ends]
     probs = np.diff(np.concatenate([[k_dist.pmf(0) if k_dist.min_k == 0 else 0.0], cdf_at]))
     # the sum carries absolute rounding <= (k_max + 1) u: added to the tail
-    tail_mass = max(0.0, 1.0 - float(cdf_at[-1])) + 4 * (k_max + 2) * _U
+    tail_mass = max(0.0, 1.0 - float(cdf_at[-1])) + 4 * (k_max + 2) * UNIT_ROUNDOFF
     return ends, probs * (1 + _PROBABILITY_MARGIN), tail_mass
 
 
@@ -186,7 +186,7 @@ def _gaussian_bucket_curves(base: Mechanism, ends: np.ndarray) -> list[GaussianC
     square = gdp_mu_squared(base)
     curves = []
     for k in ends:
-        low, high = _sqrt_bracket(square * int(k))
+        low, high = gdp_mu_bracket(square * int(k))
         curves.append(GaussianCurve(high, mu_bounds=(low, high)))
     return curves
 
@@ -199,12 +199,12 @@ def _gaussian_bucket_curves(base: Mechanism, ends: np.ndarray) -> list[GaussianC
 class _RunLaw:
     """The base run's discretised privacy-loss laws (one direction) and their Chernoff data."""
 
-    def __init__(self, cells: list[_Cells], h: float, eps_target: float) -> None:
+    def __init__(self, cells: list[Cells], h: float, eps_target: float) -> None:
         self.cells, self.h, self.eps_target = cells, h, eps_target
         self._log_mgf: dict[tuple[float, float], float] = {}
         self._coarse: dict[float, np.ndarray] = {}
 
-    def scaled(self, k: int) -> list[_Cells]:
+    def scaled(self, k: int) -> list[Cells]:
         """The cells of k runs (counts multiplied; the pmfs and caches are shared)."""
         return [dataclasses.replace(c, count=c.count * k) for c in self.cells]
 
@@ -217,12 +217,12 @@ class _RunLaw:
         out = []
         for sign in (1.0, -1.0):
             if sign not in self._coarse:
-                self._coarse[sign] = sum(c.count * _log_mgf_cells(c, self.h, sign * _COARSE_ORDERS, coarse=True)
+                self._coarse[sign] = sum(c.count * log_mgf_cells(c, self.h, sign * COARSE_ORDERS, coarse=True)
                                          for c in self.cells)
             approx = k * self._coarse[sign]
-            crit = np.where(np.isfinite(approx), (approx - math.log(eta_side)) / _COARSE_ORDERS, np.inf)
+            crit = np.where(np.isfinite(approx), (approx - math.log(eta_side)) / COARSE_ORDERS, np.inf)
             best = int(np.argmin(crit))
-            cand = _COARSE_ORDERS[max(best - 1, 0): best + 2]
+            cand = COARSE_ORDERS[max(best - 1, 0): best + 2]
             exact = np.array([self._exact(sign, lam) for lam in cand])
             out.append((cand, k * exact))
         return out
@@ -230,7 +230,7 @@ class _RunLaw:
     def _exact(self, sign: float, lam: float) -> float:
         key = (sign, float(lam))
         if key not in self._log_mgf:
-            self._log_mgf[key] = float(sum(c.count * _log_mgf_cells(c, self.h, np.array([sign * lam]))[0]
+            self._log_mgf[key] = float(sum(c.count * log_mgf_cells(c, self.h, np.array([sign * lam]))[0]
                                            for c in self.cells))
         return self._log_mgf[key]
 
@@ -250,23 +250,23 @@ def _run_law(components, k_ref: int, k_max: int, eps_target: float, delta_error:
     """Truncate (for k_max runs) and discretise the run's laws on a mesh sized at k_ref runs."""
     run_total = sum(count for _, count in components)
     tau = 0.25 * delta_error / (2 * k_max * run_total)
-    tails = [_find_tails(loss, tau) for loss, _ in components]
+    tails = [find_tails(loss, tau) for loss, _ in components]
     for (loss, _), tl in zip(components, tails):
         if not max(abs(tl.lower), abs(tl.upper)) <= MAX_STEP_LOSS:
             raise ValueError(f"one {type(loss).__name__} step's privacy loss exceeds {MAX_STEP_LOSS:.3g}")
     eta0 = 0.5 * delta_error
-    h = _planned_mesh([(loss, count * k_ref) for loss, count in components], tails, eps_target, eta0)
+    h = planned_mesh([(loss, count * k_ref) for loss, count in components], tails, eps_target, eta0)
     for _ in range(4):  # the atoms' offsets (below) are not in the plan: refine while they dominate
         h = _snapped_to_atoms(h, components)
         cells = []
         for (loss, count), tl in zip(components, tails):
-            c = _discretise(loss, count, h, tl, _MAX_POINTS)
+            c = discretise(loss, count, h, tl, _MAX_POINTS)
             # no mean shift: every k-fold law on h Z; the atoms' offset joins the mean error (proven bound)
-            cells.append(dataclasses.replace(c, shift=0.0, mean_error=c.mean_error + abs(c.shift) * (1 + 4 * _U),
-                                             extra={}))
+            mean_error = c.mean_error + abs(c.shift) * (1 + 4 * UNIT_ROUNDOFF)
+            cells.append(dataclasses.replace(c, shift=0.0, mean_error=mean_error, extra={}))
         law = _RunLaw(cells, h, eps_target)
         scaled = law.scaled(k_ref)
-        achieved = _coupling(scaled, h, eta0)[0] + sum(c.count * c.mean_error for c in scaled)
+        achieved = coupling(scaled, h, eta0)[0] + sum(c.count * c.mean_error for c in scaled)
         if achieved <= 1.5 * eps_target:
             break
         h *= 0.98 * eps_target / achieved
@@ -299,12 +299,12 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     for k in (int(k) for k in ends):
         scaled = law.scaled(k)
         orders = law.orders(k, eta2 / 2)
-        width, eta0_used, _ = _coupling(scaled, h, eta0)
+        width, eta0_used, _ = coupling(scaled, h, eta0)
         shift = width + sum(c.count * c.mean_error for c in scaled)  # GLW eq. (8)'s eps_error for k runs
         cells_shift = int(math.ceil(shift / h))
         while cells_shift * h < shift:
             cells_shift += 1
-        a, b = _window(scaled, h, eta2, orders)
+        a, b = window(scaled, h, eta2, orders)
         lower, upper = min(lower, a - cells_shift * h), max(upper, b + cells_shift * h)
         buckets.append((k, scaled, orders, cells_shift, eta0_used))
     j_a = int(math.floor(lower / h + 1e-9))
@@ -318,7 +318,7 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     unit = float(np.finfo(real).eps) / 2
     two_pi = 8 * np.arctan(real(1))  # 2 pi to the working precision
     # one spectrum per law: |P_i| and arg P_i
-    e_inf = _FFT_STAGE_ULPS * unit * math.log2(n)
+    e_inf = FFT_STAGE_ULPS * unit * math.log2(n)
     log_abs_run = np.zeros(n // 2 + 1, dtype=real)  # log |R|, R = prod_i P_i^{c_i}
     phase_run = np.zeros(n // 2 + 1, dtype=real)
     log_err_run = np.zeros(n // 2 + 1)  # sum_i c_i log(|P_i| + e)
@@ -341,9 +341,9 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     dropped = 0.0  # per entry: an entry set to 0 had exact magnitude <= prod (|P^_i| + e)^{k c_i} < floor
     # entries from the last one above the floor on are dropped: a prefix per bucket, shrinking with k
     for (k, scaled, _orders, cells_shift, _e0), p in zip(buckets, probs):
-        kept = np.flatnonzero(k * log_err_run > math.log(_SPECTRUM_FLOOR))
+        kept = np.flatnonzero(k * log_err_run > math.log(SPECTRUM_FLOOR))
         size = int(kept[-1]) + 1 if kept.size else 0
-        dropped += p * _SPECTRUM_FLOOR
+        dropped += p * SPECTRUM_FLOOR
         keep = slice(0, size)
         power = np.exp(k * log_abs_run[keep])
         angle = k * phase_run[keep]
@@ -358,18 +358,18 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
         entry_err[keep] += p * (k * run_total * e_inf * weights + ((2 + math.pi) * k * run_total + 400) * 2 * unit * power)
     entry_err += (len(ends) + 2) * unit * magnitude + dropped  # the probability-weighted sum; dropped entries
     fp_fft = math.sqrt(2.0 * float(np.sum(entry_err ** 2)))  # Parseval: l1 of the time-domain error
-    fp_fft += _FFT_STAGE_ULPS * unit * math.log2(n) * 2.0 * float(max(np.sum(np.abs(v)) for v in mixed.values()))
+    fp_fft += FFT_STAGE_ULPS * unit * math.log2(n) * 2.0 * float(max(np.sum(np.abs(v)) for v in mixed.values()))
     pmfs = {side: scipy.fft.irfft(spectrum, n).astype(float) for side, spectrum in mixed.items()}
     # per bucket: truncation (exact tails), coupling failure, wrap-around (Chernoff at both placements)
     weighted = 0.0
     for (k, scaled, orders, cells_shift, eta0_used), p in zip(buckets, probs):
         eta1 = sum(c.count * c.tail for c in scaled)
-        eta2_used = max(_tail_bound(scaled, h, t0 - h / 2 - side * cells_shift * h,
+        eta2_used = max(tail_bound(scaled, h, t0 - h / 2 - side * cells_shift * h,
                                     t0 + (n - 0.5) * h - side * cells_shift * h, orders) for side in (+1, -1))
         weighted += p * (eta0_used + eta1 + eta2_used)
     fp_pmf = math.fsum(p * sum(c.count * c.pmf_error for c in b[1]) for b, p in zip(buckets, probs))
     # cell masses (hybrid argument), the curve's sums, and the rounding of the pmf to double
-    rel_error = max(math.expm1(sum(c.count * math.log1p(c.pmf_rel_error) for c in b[1]) + (3 * n + 19) * _U)
+    rel_error = max(math.expm1(sum(c.count * math.log1p(c.pmf_rel_error) for c in b[1]) + (3 * n + 19) * UNIT_ROUNDOFF)
                     for b in buckets)
     negative = max(float(-np.sum(pmf[pmf < 0])) for pmf in pmfs.values())
     fp = fp_fft + fp_pmf
@@ -377,7 +377,7 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
         fp = max(fp, 4 * negative + fp_pmf)
     delta_total = weighted + fp
     top = math.fsum(c.count * float(c.loss.support[1]) for c in buckets[-1][1])
-    top = max(top, 0.0) + 8 * _U * abs(top) + 1e-300 if math.isfinite(top) else math.inf
+    top = max(top, 0.0) + 8 * UNIT_ROUNDOFF * abs(top) + 1e-300 if math.isfinite(top) else math.inf
     # The curves are read on blocks of B cells, each block's mass at its right end (upper side) or
     # its left end (lower side): delta~(eps) = sum_t p_t (1 - e^{eps - t})_+ grows with t, so both
     # sides stay bounds, at an extra eps slack of (B - 1) h, here <= 2% of the targeted eps error.
@@ -387,7 +387,7 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
                          min_delta=float(2 * delta_total),
                          details=(("mesh", h), ("points", float(n)), ("block", float(block)),
                                   ("largest_shift", largest_shift), ("delta_fp", fp), ("delta_eta", weighted)))
-    rel_error = (1 + rel_error) * (1 + block * _U) - 1  # the block sums (non-negative terms)
+    rel_error = (1 + rel_error) * (1 + block * UNIT_ROUNDOFF) - 1  # the block sums (non-negative terms)
     curves = {}
     for side, pmf in pmfs.items():
         np.maximum(pmf, 0.0, out=pmf)
@@ -411,7 +411,7 @@ def _prv_mixture_curves(base: Mechanism, ends: np.ndarray, probs: np.ndarray, k_
         raise ValueError(f"k_max x the run's compositions exceeds the PRV accountant's {MAX_COMPOSITIONS:.3g}")
     symmetric = all(losses.is_symmetric for losses, _ in parts)
     reference = base.compose(k_ref)
-    scale, _ = _epsilon_scale(reference, [(ls, c * k_ref) for ls, c in parts], symmetric, target_delta)
+    scale, _ = epsilon_scale(reference, [(ls, c * k_ref) for ls, c in parts], symmetric, target_delta)
     eps_target = rel_eps_error * max(scale, 0.1)
     delta_error = target_delta / 1000
     out = []
@@ -452,7 +452,8 @@ def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1
                       **accountant_options: Any) -> PrivacyProfile:
     """Profile of K runs of ``base`` with everything released (K, every run, adaptive choices).
 
-    ``tail`` bounds P[K > k_max] (added to delta); every k up to 32 is its own bucket, then
+    ``tail`` bounds P[K > k_max] (added to delta; where it and the rounding of K's cdf reach
+    ``target_delta``, a `CertificationError` is raised before any work); every k up to 32 is its own bucket, then
     ``bucket_ratio`` sets the bucket growth. Every bucket's k-fold profile comes from one
     description of the base run (module docstring): the closed form for compositions of
     Gaussian mechanisms (``accountant`` "auto" or "exact"), else one PRV discretisation
@@ -467,6 +468,11 @@ def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1
     if not isinstance(k_dist, KDistribution):
         raise TypeError(f"k must be a distribution of K, got {type(k_dist).__name__}")
     ends, probs, tail_mass = _buckets(k_dist, tail, bucket_ratio)
+    if not tail_mass < target_delta:
+        # every answer's delta carries P[K > k_max] (and the rounding of K's cdf): nothing at or below it
+        raise CertificationError(
+            f"the K-mixture certificate cannot reach delta={target_delta:g} (target_delta): K's tail beyond k_max={ends[-1]} "
+            f"and the rounding of K's probabilities add {tail_mass:.3g} to every delta; use a larger delta")
     p_zero = float(k_dist.pmf(0)) * (1 + _PROBABILITY_MARGIN) if k_dist.min_k == 0 else 0.0
     info = (("buckets", float(len(ends))),)
     source = None

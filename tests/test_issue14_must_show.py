@@ -63,7 +63,7 @@ def test_default_is_auto_everywhere():
 
     from privselect.selection import calibrate, mixture, rnm
 
-    for fn in (ps.privacy_profile, ps.certify, calibrate.largest_mean, mixture.k_mixture_profile, rnm.rnm_profile):
+    for fn in (ps.privacy_profile, ps.certify, calibrate.calibrate_k_mean, mixture.k_mixture_profile, rnm.rnm_profile):
         assert inspect.signature(fn).parameters["accountant"].default == "auto", fn
 
 

@@ -31,11 +31,11 @@ import numpy as np
 from scipy import optimize
 
 from .. import _validation as check
-from ..accounting import privacy_profile
+from ..accounting import get_accountant, privacy_profile
 from ..accounting.profile import CertificationError, PrivacyProfile, gaussian_epsilon
 from ..mechanisms import Mechanism, dpsgd
 from .bounds.cor62 import Cor62Thresholds, cor62_thresholds, meets_thresholds
-from .certify import certify
+from .certify import FAMILIES, RELEASE_ALL, certify
 from .distributions import Geometric, KDistribution
 
 __all__ = [
@@ -91,12 +91,18 @@ def _rate(sample_rate, batch_size, dataset_size, sampling) -> _Schedule:
     return _schedule(sample_rate, batch_size, dataset_size, 1, None, sampling)
 
 
-def _check_target(target_epsilon, delta, k) -> tuple[float, float]:
+def _check_target(target_epsilon, delta, k, bound: str | None = None,
+                  accountant: str = "auto") -> tuple[float, float]:
+    """The checks every calibration makes at its surface (the errors name the parameter)."""
     target = check.positive("target_epsilon", target_epsilon)
     delta = check.delta_scalar("delta", delta)
     if k is not None and not isinstance(k, KDistribution):
         raise TypeError(f"k must be None (one run) or a distribution of K (e.g. ps.Geometric(mean=10)), "
                         f"got {type(k).__name__}")
+    if bound is not None and (k is None or bound not in FAMILIES + (RELEASE_ALL,)):
+        raise ValueError(f"bound must be None or, with a K law k, one of {FAMILIES + (RELEASE_ALL,)}; got {bound!r}"
+                         + (" with k=None" if k is None else ""))
+    get_accountant(accountant)  # a name that is not registered raises, naming accountant
     return target, delta
 
 
@@ -292,7 +298,7 @@ def calibrate_noise(target_epsilon: float, delta: float, *, sample_rate: float |
     >>> bool(ps.privacy_profile(run).epsilon(1e-5) <= 3.0)
     True
     """
-    target, delta = _check_target(target_epsilon, delta, k)
+    target, delta = _check_target(target_epsilon, delta, k, bound, accountant)
     schedule = _schedule(sample_rate, batch_size, dataset_size, steps, epochs, sampling)
     certified = _certified(k, delta, bound, accountant)
     surrogate = _Surrogate(k, delta, bound)
@@ -315,7 +321,7 @@ def calibrate_steps(noise_multiplier: float, target_epsilon: float, delta: float
     ``MAX_STEPS`` steps meet it.
     """
     sigma = check.positive("noise_multiplier", noise_multiplier)
-    target, delta = _check_target(target_epsilon, delta, k)
+    target, delta = _check_target(target_epsilon, delta, k, bound, accountant)
     schedule = _rate(sample_rate, batch_size, dataset_size, sampling)
     certified = _certified(k, delta, bound, accountant)
     surrogate = _Surrogate(k, delta, bound)

@@ -16,9 +16,9 @@ Every answer is checked with the certified computation itself (``privacy_profile
 for one run, ``certify`` for a tuning, the same accountant): it is returned only where that
 certificate meets the target, so it is sound whatever the search did. The search is cheap
 first: the root of a surrogate (a coarse PRV profile, or RDP where PRV cannot build one; an
-estimate, never returned) is corrected by the certified value, ``log eps(x) = log S(x) + c(x)``
-with ``c`` interpolated from the certified evaluations (a secant on the surrogate's residual), so
-that the certified accountant is asked two or three times near the answer.
+estimate, never returned) is the first point; Newton steps with the surrogate's slope, then secant
+steps through the certified values, move it to the answer, so that the certified accountant is
+asked two or three times, near the answer.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def _log_root(g: Callable[[float], float], x0: float, lo: float, hi: float, step
         a, ga = b, gb
     left, right = (a, b) if a < b else (b, a)
     finite = lambda x: min(max(g(x), -1e3), 1e3)  # noqa: E731 (+inf: not certified, far on the unsafe side)
-    return optimize.brentq(finite, left, right, xtol=1e-7)
+    return optimize.brentq(finite, left, right, xtol=1e-5)
 
 
 def _guess_sigma(target: float, delta: float, schedule: _Schedule, k: KDistribution | None) -> float:
@@ -180,18 +180,16 @@ def _guess_sigma(target: float, delta: float, schedule: _Schedule, k: KDistribut
     return 1.0 / math.sqrt(math.log1p(mu * mu / (q * q * t)))
 
 
-def _corrected_root(surrogate_log_gap: Callable[[float], float], points: list[tuple[float, float]],
-                    x0: float, lo: float, hi: float) -> float:
-    """Root of log S(x) + c(x) - log target, c interpolated (constant, then linear) from the residuals
-    ``points`` = [(x, log F(x) - log S(x))] nearest to x0."""
-    near = sorted(points, key=lambda p: abs(p[0] - x0))[:2]
-    if len(near) == 2 and abs(near[0][0] - near[1][0]) > 1e-9:
-        (x1, c1), (x2, c2) = near
-        slope = (c2 - c1) / (x2 - x1)
-        correction = lambda x: c1 + slope * (x - x1)  # noqa: E731
+def _next_root(points: list[tuple[float, float]], x: float, slope_at: Callable[[float], float]) -> float:
+    """Where log F(x) - log target vanishes, from the certified ``points`` [(x, log F - log target)]: a
+    secant through the two nearest to the last point ``x``, or a Newton step with the surrogate's slope."""
+    near = sorted(points, key=lambda p: abs(p[0] - x))[:2]
+    if len(near) == 2 and abs(near[0][0] - near[1][0]) > 1e-12:
+        (x1, g1), (x2, g2) = near
+        slope = (g2 - g1) / (x2 - x1)
     else:
-        correction = lambda x: near[0][1]  # noqa: E731
-    return _log_root(lambda x: surrogate_log_gap(x) + correction(x), x0, lo, hi, step=0.05)
+        (x1, g1), slope = near[0], slope_at(near[0][0])
+    return x1 - g1 / slope if slope < 0 and math.isfinite(slope) else math.nan
 
 
 def _smallest_sigma(certified: Callable[[float], float], surrogate: Callable[[float], float], target: float,
@@ -212,7 +210,7 @@ def _smallest_sigma(certified: Callable[[float], float], surrogate: Callable[[fl
         return s_cache[x]
 
     safe, unsafe = math.inf, -math.inf       # log sigma: smallest verified safe, largest verified unsafe
-    points: list[tuple[float, float]] = []   # (x, log F - log S)
+    points: list[tuple[float, float]] = []   # (x, log F - log target)
 
     def evaluate(x: float) -> None:
         nonlocal safe, unsafe
@@ -221,20 +219,23 @@ def _smallest_sigma(certified: Callable[[float], float], surrogate: Callable[[fl
             safe = min(safe, x)
         else:
             unsafe = max(unsafe, x)
-        if 0 < value < math.inf and math.isfinite(s_gap(x)):
-            points.append((x, math.log(value) - log_target - s_gap(x)))
+        if 0 < value < math.inf:
+            points.append((x, math.log(value) - log_target))
+
+    def slope_at(x: float) -> float:
+        return (s_gap(x + 1e-2) - s_gap(x)) / 1e-2
 
     x = _log_root(s_gap, math.log(guess), lo, hi)
     for _ in range(_MAX_MODEL_STEPS):
         evaluate(x)
         if safe - unsafe <= 2.5 * _STEP_ABOVE:
             return math.exp(safe)  # verified on both sides
-        root = _corrected_root(s_gap, points, x, lo, hi) if points else x
+        root = _next_root(points, x, slope_at) if points else math.nan
         near = safe - root <= 2 * _STEP_ABOVE
         if near and not verify_tight and x == safe and len(points) >= 2:
-            return math.exp(safe)  # the model, corrected at this very point, puts the threshold just below
+            return math.exp(safe)  # a secant through this very point puts the threshold just below it
         x_next = root - _STEP_ABOVE if near else root + _STEP_ABOVE
-        if not unsafe < x_next < safe:  # the model left the bracket: bisect it, or step out by 1%
+        if not unsafe < x_next < safe:  # the model left the bracket (or failed): bisect it, or step out by 1%
             x_next = (safe + unsafe) / 2 if math.isfinite(safe + unsafe) else \
                 (unsafe + 0.01 if math.isfinite(unsafe) else safe - 0.01)
         x_next = min(max(x_next, lo), hi)
@@ -338,33 +339,43 @@ def calibrate_steps(noise_multiplier: float, target_epsilon: float, delta: float
     # aim with the surrogate (increasing in T: log T is searched with a decreasing function of -log T)
     gap = lambda y: math.log(max(surrogate(schedule.mechanism(sigma, max(1, round(math.exp(-y))))), 1e-300)) \
         - math.log(target)  # noqa: E731
-    good = 1  # largest verified fitting T
-    bad = MAX_STEPS + 1  # smallest verified missing T (or beyond the range)
     aim = max(1, min(MAX_STEPS, round(math.exp(-_log_root(gap, 0.0, -math.log(MAX_STEPS), 0.0)))))
-    for t in (aim, aim + 1):
+    return _largest_steps(fits, values, aim, target)
+
+
+def _largest_steps(fits: Callable[[int], bool], values: dict[int, float], aim: int, target: float) -> int:
+    """The largest T with ``fits(T)`` (certified epsilon <= target; increasing in T), from a first aim:
+    secant steps on (log T, log eps) through the nearest certified values, then bisection."""
+    good, bad = 1, MAX_STEPS + 1  # largest verified fitting T, smallest verified missing T
+    t = aim
+    for _ in range(64):
         if fits(t):
             good = max(good, t)
         else:
             bad = min(bad, t)
-    factor = 2
-    while bad > MAX_STEPS and good < MAX_STEPS:  # the surrogate aimed low: grow until a miss
-        t = min(good * factor, MAX_STEPS)
-        if fits(t):
-            good = t
-        else:
-            bad = t
-        factor *= 2
+        if bad - good <= 1:
+            return good
+        known = sorted((abs(math.log(x / t)), x) for x in values if 0 < values[x] < math.inf and x > 1)[:2]
+        if len(known) == 2 and known[0][1] != known[1][1]:
+            (x1, x2) = (known[0][1], known[1][1])
+            y1, y2 = (math.log(values[x] / target) for x in (x1, x2))
+            slope = (y2 - y1) / math.log(x2 / x1)
+            guess = x1 * math.exp(-y1 / slope) if slope > 0 else math.nan
+        else:  # one point: eps grows like sqrt(T) for many subsampled steps
+            guess = t * (target / values[t]) ** 2 if 0 < values[t] < math.inf else math.nan
+        t_next = math.floor(guess) if math.isfinite(guess) and guess < 2 * MAX_STEPS else -1
+        if t_next in values:
+            t_next += 1
+        if not good < t_next < bad or t_next in values:  # outside the bracket: bisect it (or grow it)
+            t_next = min(2 * good, MAX_STEPS) if bad > MAX_STEPS else (
+                int(math.sqrt(good * bad)) if bad > 4 * good else (good + bad) // 2)
+            t_next = min(max(t_next, good + 1), bad - 1)
+        if bad > MAX_STEPS and good >= MAX_STEPS:
+            break
+        t = t_next
     if bad > MAX_STEPS:
-        raise CertificationError(f"more than {MAX_STEPS:g} steps at noise_multiplier={sigma:g} meet "
-                                 f"target_epsilon={target:g}")
-    while bad - good > 1:
-        t = int(math.sqrt(good * bad)) if bad > 4 * good else (good + bad) // 2
-        t = min(max(t, good + 1), bad - 1)
-        if fits(t):
-            good = t
-        else:
-            bad = t
-    return good
+        raise CertificationError(f"more than {MAX_STEPS:g} steps meet target_epsilon={target:g}")
+    raise CertificationError("the steps search did not converge")  # pragma: no cover (64 halvings of 1e9)
 
 
 def calibrate_epochs(noise_multiplier: float, target_epsilon: float, delta: float, *,

@@ -187,3 +187,17 @@ def test_steps_bad_input_names_the_parameter(kwargs, name):
 def test_bound_and_accountant_are_checked_at_the_surface(kwargs, name):
     with pytest.raises((ValueError, TypeError), match=name):
         ps.calibrate_noise(3.0, DELTA, sample_rate=0.01, steps=100, **kwargs)
+
+
+@settings(max_examples=8)
+@given(target=st.floats(0.05, 50.0), log_delta=st.floats(-10.0, -3.0), log_rate=st.floats(-3.0, 0.0),
+       steps=st.integers(1, 2000), k=st.sampled_from([None, ps.Geometric(mean=3)]))
+def test_any_dpsgd_run_is_calibrated_soundly_and_tightly_or_refused_clearly(target, log_delta, log_rate, steps, k):
+    delta, rate = 10.0 ** log_delta, 10.0 ** log_rate
+    try:
+        sigma = ps.calibrate_noise(target, delta, sample_rate=rate, steps=steps, k=k)
+    except ps.CertificationError as exc:  # only where the target needs no noise at all in [1e-2, 1e6]
+        assert "every noise multiplier down to" in str(exc)
+        assert _epsilon(1e-2, delta, k, sample_rate=rate, steps=steps) <= target
+        return
+    _assert_sound_and_tight(sigma, target, delta, k=k, sample_rate=rate, steps=steps)

@@ -59,6 +59,8 @@ _STEP_ABOVE = 2e-4
 _SURROGATE_PRV = {"rel_eps_error": 1e-2, "max_points": 1 << 17}
 #: Errors that mean "this accountant cannot answer here".
 _NO_ANSWER = (ValueError, ArithmeticError, MemoryError)
+#: Largest model step in log sigma (a factor e).
+_MAX_LOG_STEP = 1.0
 #: Certified evaluations before the search gives up on the surrogate and bisects.
 _MAX_MODEL_STEPS = 6
 
@@ -134,14 +136,15 @@ class _Surrogate:
             return float(profile.epsilon(self.delta))
         return float(certify(profile, self.k, self.delta, bound=self.bound).epsilon)
 
-    def __call__(self, mechanism: Mechanism) -> float:
+    def __call__(self, mechanism: Mechanism) -> tuple[float, str]:
+        """The estimate, and the accountant that gave it ("prv" or "rdp")."""
         target = self.delta if self.k is None else self.delta / max(self.k.mean, 1.0)
         for accountant, options in (("prv", {"target_delta": target, **_SURROGATE_PRV}), ("rdp", {})):
             try:
-                return self._epsilon(privacy_profile(mechanism, accountant=accountant, **options))
+                return self._epsilon(privacy_profile(mechanism, accountant=accountant, **options)), accountant
             except _NO_ANSWER:
                 continue
-        return math.inf
+        return math.inf, "none"
 
 
 # -- the search --------------------------------------------------------------------------------
@@ -189,25 +192,30 @@ def _next_root(points: list[tuple[float, float]], x: float, slope_at: Callable[[
         slope = (g2 - g1) / (x2 - x1)
     else:
         (x1, g1), slope = near[0], slope_at(near[0][0])
-    return x1 - g1 / slope if slope < 0 and math.isfinite(slope) else math.nan
+    if not (slope < 0 and math.isfinite(slope)):
+        return math.nan
+    return x1 - min(max(g1 / slope, -_MAX_LOG_STEP), _MAX_LOG_STEP)
 
 
-def _smallest_sigma(certified: Callable[[float], float], surrogate: Callable[[float], float], target: float,
+def _smallest_sigma(certified: Callable[[float], float], surrogate: Callable[[float], tuple[float, str]], target: float,
                     guess: float, verify_tight: bool) -> float:
     """The smallest noise multiplier (to 2e-4, relative) whose certified epsilon is <= target.
 
-    ``certified(sigma)`` is the certificate, ``surrogate(sigma)`` an estimate of it; both decrease in
-    sigma. Only a sigma whose certificate was computed and meets the target is returned.
+    ``certified(sigma)`` is the certificate, ``surrogate(sigma)`` an estimate of it and the accountant
+    that gave it; both decrease in sigma. Only a sigma whose certificate was computed and meets the target is returned.
     """
     lo, hi = (math.log(s) for s in SIGMA_RANGE)
     log_target = math.log(target)
-    s_cache: dict[float, float] = {}
+    s_cache: dict[float, tuple[float, str]] = {}
+
+    def s_answer(x: float) -> tuple[float, str]:
+        if x not in s_cache:
+            value, source = surrogate(math.exp(x))
+            s_cache[x] = (math.log(value) - log_target if value > 0 else -math.inf, source)
+        return s_cache[x]
 
     def s_gap(x: float) -> float:
-        if x not in s_cache:
-            value = surrogate(math.exp(x))
-            s_cache[x] = math.log(value) - log_target if value > 0 else -math.inf
-        return s_cache[x]
+        return s_answer(x)[0]
 
     safe, unsafe = math.inf, -math.inf       # log sigma: smallest verified safe, largest verified unsafe
     points: list[tuple[float, float]] = []   # (x, log F - log target)
@@ -223,7 +231,14 @@ def _smallest_sigma(certified: Callable[[float], float], surrogate: Callable[[fl
             points.append((x, math.log(value) - log_target))
 
     def slope_at(x: float) -> float:
-        return (s_gap(x + 1e-2) - s_gap(x)) / 1e-2
+        """d log eps / d log sigma: the surrogate's, where one accountant answers on both sides; else the
+        central-limit GDP model's, -(1/sigma^2) / (1 - e^{-1/sigma^2}) (at least -1)."""
+        for h in (1e-2, -1e-2):
+            (g0, a0), (g1, a1) = s_answer(x), s_answer(x + h)
+            if a0 == a1 and math.isfinite(g0) and math.isfinite(g1) and g1 != g0:
+                return (g1 - g0) / h
+        inv = math.exp(-2 * x)
+        return -inv / -math.expm1(-inv) if inv < 700 else -inv
 
     x = _log_root(s_gap, math.log(guess), lo, hi)
     for _ in range(_MAX_MODEL_STEPS):
@@ -337,7 +352,7 @@ def calibrate_steps(noise_multiplier: float, target_epsilon: float, delta: float
         raise CertificationError(f"even one step at noise_multiplier={sigma:g} misses target_epsilon={target:g} "
                                  f"at delta={delta:g}")
     # aim with the surrogate (increasing in T: log T is searched with a decreasing function of -log T)
-    gap = lambda y: math.log(max(surrogate(schedule.mechanism(sigma, max(1, round(math.exp(-y))))), 1e-300)) \
+    gap = lambda y: math.log(max(surrogate(schedule.mechanism(sigma, max(1, round(math.exp(-y)))))[0], 1e-300)) \
         - math.log(target)  # noqa: E731
     aim = max(1, min(MAX_STEPS, round(math.exp(-_log_root(gap, 0.0, -math.log(MAX_STEPS), 0.0)))))
     return _largest_steps(fits, values, aim, target)

@@ -202,7 +202,8 @@ def _smallest_sigma(certified: Callable[[float], float], surrogate: Callable[[fl
     """The smallest noise multiplier (to 2e-4, relative) whose certified epsilon is <= target.
 
     ``certified(sigma)`` is the certificate, ``surrogate(sigma)`` an estimate of it and the accountant
-    that gave it; both decrease in sigma. Only a sigma whose certificate was computed and meets the target is returned.
+    that gave it; both decrease in sigma. Only a sigma whose certificate was computed and meets the
+    target is returned.
     """
     lo, hi = (math.log(s) for s in SIGMA_RANGE)
     log_target = math.log(target)
@@ -232,7 +233,7 @@ def _smallest_sigma(certified: Callable[[float], float], surrogate: Callable[[fl
 
     def slope_at(x: float) -> float:
         """d log eps / d log sigma: the surrogate's, where one accountant answers on both sides; else the
-        central-limit GDP model's, -(1/sigma^2) / (1 - e^{-1/sigma^2}) (at least -1)."""
+        central-limit GDP model's, -(1/sigma^2) / (1 - e^{-1/sigma^2}) (at most -1)."""
         for h in (1e-2, -1e-2):
             (g0, a0), (g1, a1) = s_answer(x), s_answer(x + h)
             if a0 == a1 and math.isfinite(g0) and math.isfinite(g1) and g1 != g0:
@@ -304,9 +305,12 @@ def calibrate_noise(target_epsilon: float, delta: float, *, sample_rate: float |
     target. A K law (``ps.Geometric(10)``) calibrates the whole tuning, the best of K runs released:
     ``certify(run, k, delta, bound=bound, accountant=accountant).epsilon`` is at most the target
     (Koskela, Redberg, Wang 2024, Thm 5.2 / 5.7 / Cor. 5.8, or the RDP bound of Papernot, Steinke 2022).
-    The returned sigma is sound (that certificate was computed at it and meets the target) and tight
-    (at sigma * (1 - 1e-3) the same certificate misses it). Raises ``CertificationError`` where no
-    noise multiplier in [1e-2, 1e6] answers (e.g. the target is met even without noise).
+    The returned sigma is sound: that certificate was computed at it and meets the target. It is
+    tight: the threshold lies less than 5e-4 (relative) below it, so at sigma * (1 - 1e-3) the
+    same certificate misses the target. For one run a certified evaluation just below shows this;
+    for a tuning (a certificate costs about a second) the secant through the certified values,
+    the last one at sigma itself, does. Raises ``CertificationError`` where no noise multiplier in
+    [1e-2, 1e6] answers (a target below what even sigma = 1e6 certifies, or one that needs no noise).
 
     >>> import privselect as ps
     >>> sigma = ps.calibrate_noise(3.0, 1e-5, batch_size=256, dataset_size=60000, epochs=60)

@@ -85,7 +85,9 @@ def warm_up(with_opacus: bool) -> None:
 
 
 def _sigma(value) -> str:
-    return f"{value:>10.5f}" if isinstance(value, float) else f"{'failed':>10}"
+    if isinstance(value, float):
+        return f"{value:>10.5f}"
+    return f"{'not run' if value == 'not run' else 'failed':>10}"
 
 
 def _ratio(mine, theirs, mine_s, theirs_s) -> str:

@@ -231,11 +231,11 @@ def plot_selection_vs_mean(axes, means, curves, title: str, delta: float) -> Non
 def candidates_factor(profile: PrivacyProfile, base: ps.Mechanism, m_rdp: float, delta: float,
                       family) -> tuple[float, float]:
     """At the eps the RDP bound certifies for E[K] = m_rdp, the largest E[K] the profile bound
-    affords (``largest_mean``), and the ratio ("how many more candidates at equal eps")."""
-    from privselect.selection import largest_mean
+    affords (``calibrate_k_mean``), and the ratio ("how many more candidates at equal eps")."""
+    from privselect.selection import calibrate_k_mean
 
     target = float(ps.certify(base, family(m_rdp), delta, bound="rdp").epsilon)
-    m_profile = largest_mean(profile, target, delta, family=family, bound="profile", rtol=1e-4)
+    m_profile = calibrate_k_mean(profile, target, delta, family=family, bound="profile", rtol=1e-4)
     return target, m_profile
 
 

@@ -1,6 +1,6 @@
 """How many candidates can I afford? The largest E[K] per distribution family for a target (eps, delta), profile vs RDP.
 
-For the DP-SGD bases of KRW Fig. 6 and Fig. 7 and delta=1e-5, ``largest_mean`` finds the
+For the DP-SGD bases of KRW Fig. 6 and Fig. 7 and delta=1e-5, ``calibrate_k_mean`` finds the
 largest mean of K (logarithmic, geometric, Poisson) whose certificate meets each target eps:
 by the privacy-profile bounds (KRW Thm 5.2, Cor. 5.8) and by the RDP bounds (KRW Thm 5.1,
 5.6; Papernot, Steinke 2022). Means above 1e6 are reported as inf.
@@ -15,7 +15,7 @@ import numpy as np
 
 import privselect as ps
 from privselect.accounting import CertificationError
-from privselect.selection import largest_mean
+from privselect.selection import calibrate_k_mean
 
 from . import _common as c
 
@@ -35,19 +35,19 @@ FAMILIES = (
 
 
 def _largest(profiles, target: float, family, method: str) -> tuple[float, str]:
-    """largest_mean from the fast PRV profile; from the CF profile when the search reaches
+    """calibrate_k_mean from the fast PRV profile; from the CF profile when the search reaches
     delta / E[K] below PRV's floating-point floor. inf when even E[K] = MEAN_CAP meets the target."""
     (_, prv), (_, cf) = profiles
     if method == "rdp":
         if ps.certify(prv(), family(MEAN_CAP), DELTA, bound="rdp").epsilon <= target:
             return math.inf, "rdp"
-        return largest_mean(prv(), target, DELTA, family=family, bound="rdp", rtol=1e-4), "rdp"
+        return calibrate_k_mean(prv(), target, DELTA, family=family, bound="rdp", rtol=1e-4), "rdp"
     try:
-        return largest_mean(prv(), target, DELTA, family=family, bound="profile", rtol=1e-4), "prv"
+        return calibrate_k_mean(prv(), target, DELTA, family=family, bound="profile", rtol=1e-4), "prv"
     except CertificationError:
         if ps.certify(cf(), family(MEAN_CAP), DELTA, bound="profile").epsilon <= target:
             return math.inf, "cf"
-        return largest_mean(cf(), target, DELTA, family=family, bound="profile", rtol=1e-4), "cf"
+        return calibrate_k_mean(cf(), target, DELTA, family=family, bound="profile", rtol=1e-4), "cf"
 
 
 def run(quick: bool = False, out_dir=None) -> dict:
@@ -80,7 +80,7 @@ def run(quick: bool = False, out_dir=None) -> dict:
                         m, accountant = math.nan, ""
                     found[method].append(m)
                     rows.append({"base": label, "family": fam, "target_eps": target, "delta": DELTA, "bound": method,
-                                 "largest_mean": m, "accountant": accountant})
+                                 "calibrate_k_mean": m, "accountant": accountant})
                 ratio = found["profile"][-1] / found["rdp"][-1]
                 tag = f"{'fig6' if '6' in label else 'fig7'}_{fam}_eps{target:g}"
                 key[f"m_profile_{tag}"] = found["profile"][-1]

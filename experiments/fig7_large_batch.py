@@ -3,7 +3,7 @@
 As Fig. 6, on the CIFAR-10 setting of De et al. (2022, Table 18), delta=1e-5 (our choice).
 KRW report that Thm 5.2 affords about 3 times as many candidates as the RDP bound; the
 factor is computed here exactly: at the eps that RDP (Thm 5.1) certifies for E[K] = m, the
-largest E[K] that Thm 5.2 certifies (``privselect.selection.largest_mean``), divided by m.
+largest E[K] that Thm 5.2 certifies (``privselect.selection.calibrate_k_mean``), divided by m.
 """
 
 from __future__ import annotations

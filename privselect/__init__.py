@@ -55,6 +55,10 @@ _PUBLIC: dict[str, str] = {
     "selection_profile": ".selection",
     "certify_pipeline": ".selection.pipeline",
     "report_noisy_max": ".selection",
+    "calibrate_noise": ".selection",
+    "calibrate_steps": ".selection",
+    "calibrate_epochs": ".selection",
+    "calibrate_k_mean": ".selection",
     # errors
     "CertificationError": ".errors",
     "UnsupportedMechanismError": ".errors",

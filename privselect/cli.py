@@ -1,4 +1,5 @@
-"""Command line: ``privselect certify`` (privacy of a DP-SGD-style run, or of the best of K runs) and ``privselect demo``.
+"""Command line: ``privselect certify`` (privacy of a DP-SGD-style run, or of the best of K runs), ``privselect
+calibrate`` (the noise multiplier, or the steps, for a target epsilon) and ``privselect demo``.
 
 The flags of ``certify`` speak the Opacus / TF-Privacy vocabulary: a noise multiplier, a Poisson
 sampling rate (``--sample-rate``, or ``--batch-size`` with ``--dataset-size``), a length
@@ -43,6 +44,23 @@ K laws for --k (mean first; extra parameters after commas):
 One run is Gaussian(noise multiplier).poisson_subsample(rate).compose(steps), as in Opacus and
 TF-Privacy: their accountants assume Poisson sampling (each record joins a batch independently
 with probability rate), add/remove neighbours, and noise std = noise multiplier x clipping norm.
+"""
+
+
+_CALIBRATE_DESCRIPTION = """\
+The smallest noise multiplier whose certificate meets --epsilon at --delta, for one run or (with
+--k) for the whole tuning, the best of K runs (Opacus's get_noise_multiplier, tuning included).
+With --noise-multiplier instead: the largest number of steps that meets the target."""
+
+_CALIBRATE_EPILOG = """\
+examples:
+  privselect calibrate --epsilon 3                          one run of the DP-SGD example (batch 256 of 60000, 60 epochs)
+  privselect calibrate --epsilon 3 --k geometric:10         the best of K ~ Geometric(mean 10) such runs
+  privselect calibrate --epsilon 8 --batch-size 4096 --dataset-size 50000 --epochs 100 --json
+  privselect calibrate --epsilon 3 --noise-multiplier 1.1 --sample-rate 0.01      the most steps at sigma 1.1
+
+The answer is checked with the certificate itself: at the printed noise multiplier the certificate
+meets the target, and at 0.1% less noise it does not.
 """
 
 
@@ -159,10 +177,8 @@ def _accountants() -> tuple[str, ...]:
     return accountant_names()
 
 
-def _one_run(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    """The mechanism of one run from the flags (``ps.dpsgd`` for Gaussian noise), and the values they resolved to."""
-    from .mechanisms import Laplace, dpsgd
-
+def _schedule(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], float, int]:
+    """The sampling and length flags as ``ps.dpsgd`` keywords, and the rate and steps they resolve to."""
     if (args.batch_size is None) != (args.dataset_size is None):
         given, missing = ("--batch-size", "--dataset-size") if args.batch_size is not None else ("--dataset-size",
                                                                                                  "--batch-size")
@@ -181,14 +197,22 @@ def _one_run(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     else:
         length = {"epochs": args.epochs if args.epochs is not None else DEFAULT_EPOCHS}
     steps = args.steps if args.steps is not None else max(1, math.ceil(length["epochs"] / rate))
+    return sampling, length, rate, steps
+
+def _one_run(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The mechanism of one run from the flags (``ps.dpsgd`` for Gaussian noise), and the values they resolved to."""
+    from .mechanisms import Laplace, dpsgd
+
+    sampling, length, rate, steps = _schedule(args)
     resolved = {"mechanism": args.mechanism, "sample_rate": rate, "steps": steps, "sampling": args.sampling}
     if args.mechanism == "laplace":
         if args.noise_multiplier is not None:
             raise ValueError("argument --noise-multiplier: applies to --mechanism gaussian; use --scale for laplace")
-        step = Laplace(args.scale if args.scale is not None else 1.0)
+        scale = args.scale if args.scale is not None else 1.0
+        step = Laplace(scale)
         if rate < 1.0:
             step = step.poisson_subsample(rate) if args.sampling == "poisson" else step.sample_without_replacement(rate)
-        return step.compose(steps), {**resolved, "scale": step.scale}
+        return step.compose(steps), {**resolved, "scale": scale}
     if args.scale is not None:
         raise ValueError("argument --scale: applies to --mechanism laplace; use --noise-multiplier for gaussian")
     sigma = args.noise_multiplier if args.noise_multiplier is not None else DEFAULT_NOISE_MULTIPLIER
@@ -267,6 +291,57 @@ def _certify_selection(args: argparse.Namespace, mechanism: Any, resolved: dict[
     return 0
 
 
+# -- calibrate ---------------------------------------------------------------------------
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from .accounting import privacy_profile
+    from .mechanisms import dpsgd
+    from .selection import calibrate_noise, calibrate_steps, certify
+
+    if args.mechanism != "gaussian":
+        raise ValueError("argument --mechanism: calibrate finds a Gaussian noise multiplier (DP-SGD); "
+                         "certify a Laplace run with privselect certify")
+    if args.scale is not None:
+        raise ValueError("argument --scale: applies to --mechanism laplace; calibrate finds a noise multiplier")
+    sampling, length, rate, steps = _schedule(args)
+    k = _k_from_spec(args.k) if args.k is not None else None
+    accountant = args.accountant or "auto"
+    options = {"k": k, "sampling": args.sampling, "accountant": accountant}
+    if args.noise_multiplier is None:
+        solved, sigma = "noise_multiplier", calibrate_noise(args.epsilon, args.delta, **sampling, **length, **options)
+    else:
+        if args.steps is not None or args.epochs is not None:
+            raise ValueError("argument --noise-multiplier: with --steps or --epochs nothing is left to calibrate "
+                             "(give the noise multiplier to calibrate the steps, or the length to calibrate the noise)")
+        solved, sigma = "steps", args.noise_multiplier
+        steps = calibrate_steps(sigma, args.epsilon, args.delta, **sampling, **options)
+        length = {"steps": steps}
+    mechanism = dpsgd(noise_multiplier=sigma, **sampling, **length, sampling=args.sampling)
+    if k is None:
+        epsilon = float(privacy_profile(mechanism, accountant=accountant).epsilon(args.delta))
+    else:
+        epsilon = float(certify(mechanism, k, args.delta, accountant=accountant).epsilon)
+    report = {"solved_for": solved, "noise_multiplier": sigma, "steps": steps, "epochs": steps * rate,
+              "sample_rate": rate, "sampling": args.sampling, "target_epsilon": args.epsilon, "delta": args.delta,
+              "epsilon": epsilon, "k": None if k is None else k.to_dict(), "accountant": accountant,
+              "mechanism": repr(mechanism), "privselect_version": __version__}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"one run:   {mechanism!r}")
+    if k is not None:
+        print(f"K:         {k!r} (mean {k.mean:g}); the whole tuning is calibrated (only the best run is released)")
+    print(f"target:    ({args.epsilon:g}, {args.delta:g})-DP")
+    if solved == "steps":
+        print(f"steps:     {steps} (epochs {steps * rate:.6g}) at noise multiplier {sigma:g}")
+    else:
+        print(f"noise multiplier: {sigma:.6f}")
+    print(f"certified: ({epsilon:.4f}, {args.delta:g})-DP by the {accountant} accountant"
+          + ("" if k is None else " and the best-of-K certificate"))
+    return 0
+
+
 # -- demo --------------------------------------------------------------------------------
 
 
@@ -295,19 +370,12 @@ def _demo(args: argparse.Namespace) -> int:
 # -- parser ------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="privselect", description=_DESCRIPTION)
-    parser.add_argument("--version", action="version", version=f"privselect {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{certify,demo}")
-
-    cert = sub.add_parser("certify", help="certify one DP-SGD-style run, or the best of K runs",
-                          description=_CERTIFY_DESCRIPTION, epilog=_CERTIFY_EPILOG,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    run = cert.add_argument_group("one run")
+def _add_run_flags(parser: argparse.ArgumentParser, sigma_help: str) -> None:
+    """The flags describing one run (Opacus / TF-Privacy vocabulary) and --delta, shared by certify and calibrate."""
+    run = parser.add_argument_group("one run")
     run.add_argument("--mechanism", choices=["gaussian", "laplace"], default="gaussian",
                      help="noise of each step (default: gaussian)")
-    run.add_argument("--noise-multiplier", type=_POSITIVE, metavar="SIGMA",
-                     help=f"Gaussian noise std / clipping norm, as in Opacus (default: {DEFAULT_NOISE_MULTIPLIER})")
+    run.add_argument("--noise-multiplier", type=_POSITIVE, metavar="SIGMA", help=sigma_help)
     run.add_argument("--scale", type=_POSITIVE, help="Laplace scale / sensitivity (--mechanism laplace; default: 1)")
     rate = run.add_mutually_exclusive_group()
     rate.add_argument("--sample-rate", "--rate", type=_flag(_number, check.half_open_unit), metavar="Q",
@@ -323,8 +391,19 @@ def build_parser() -> argparse.ArgumentParser:
     length.add_argument("--steps", type=_POSITIVE_INT, metavar="T", help="number of noisy steps")
     length.add_argument("--epochs", type=_POSITIVE, metavar="E",
                         help=f"passes over the data: steps = ceil(E / rate) (default: {DEFAULT_EPOCHS})")
-    cert.add_argument("--delta", type=_flag(_number, check.open_unit), default=DEFAULT_DELTA,
-                      help=f"target delta (default: {DEFAULT_DELTA:g})")
+    parser.add_argument("--delta", type=_flag(_number, check.open_unit), default=DEFAULT_DELTA,
+                        help=f"target delta (default: {DEFAULT_DELTA:g})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="privselect", description=_DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"privselect {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{certify,calibrate,demo}")
+
+    cert = sub.add_parser("certify", help="certify one DP-SGD-style run, or the best of K runs",
+                          description=_CERTIFY_DESCRIPTION, epilog=_CERTIFY_EPILOG,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_run_flags(cert, f"Gaussian noise std / clipping norm, as in Opacus (default: {DEFAULT_NOISE_MULTIPLIER})")
     cert.add_argument("--accountant", choices=[*_accountants(), "all"], default=None,
                       help="accountant of the run's privacy profile (default: auto, the smallest certified bound "
                            "of those it runs; 'all' prints every accountant's answer for one run)")
@@ -332,6 +411,20 @@ def build_parser() -> argparse.ArgumentParser:
                       help="certify releasing the best of K runs, K ~ LAW with that mean (e.g. geometric:10)")
     cert.add_argument("--json", action="store_true", help="print the certificate as JSON (and nothing else)")
     cert.set_defaults(run=_certify, parser=cert)
+
+    calib = sub.add_parser("calibrate", help="the smallest noise multiplier (or the most steps) meeting a target "
+                                             "epsilon, for one run or the best of K runs",
+                           description=_CALIBRATE_DESCRIPTION, epilog=_CALIBRATE_EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    calib.add_argument("--epsilon", type=_POSITIVE, required=True, metavar="EPS",
+                       help="target epsilon of one run, or (with --k) of the whole tuning")
+    _add_run_flags(calib, "calibrate the number of steps at this noise multiplier instead (no --steps/--epochs)")
+    calib.add_argument("--accountant", choices=list(_accountants()), default=None,
+                       help="accountant whose certificate meets the target (default: auto)")
+    calib.add_argument("--k", type=_k_spec, metavar="LAW:MEAN",
+                       help="calibrate the whole tuning: the best of K runs, K ~ LAW with that mean (e.g. geometric:10)")
+    calib.add_argument("--json", action="store_true", help="print the answer as JSON (and nothing else)")
+    calib.set_defaults(run=_calibrate, parser=calib)
 
     demo = sub.add_parser("demo", help="tune DP-SGD on scikit-learn's digits privately and print the certificate",
                           description="Tune DP-SGD softmax regression on scikit-learn's digits with K ~ "

@@ -242,5 +242,5 @@ def test_every_entry_point_defaults_to_the_auto_accountant():
     from privselect.selection import calibrate, rnm
     from privselect.selection.bounds import mixture
 
-    for fn in (ps.privacy_profile, ps.certify, calibrate.largest_mean, mixture.k_mixture_profile, rnm.rnm_profile):
+    for fn in (ps.privacy_profile, ps.certify, calibrate.calibrate_k_mean, calibrate.calibrate_noise, mixture.k_mixture_profile, rnm.rnm_profile):
         assert inspect.signature(fn).parameters["accountant"].default == "auto", fn

@@ -8,7 +8,7 @@ import pytest
 from scipy import optimize, stats
 
 import privselect as ps
-from privselect.selection import cor62_thresholds, largest_mean, meets_thresholds
+from privselect.selection import cor62_thresholds, calibrate_k_mean, meets_thresholds
 
 dp_accounting = pytest.importorskip("dp_accounting")
 from dp_accounting.dp_event import RepeatAndSelectDpEvent  # noqa: E402  (not exported at top level)
@@ -118,13 +118,13 @@ def test_certify_rejects_bad_k_and_bound_and_the_old_keyword():
         ps.certify(ps.Gaussian(4.0), ps.Geometric(mean=30), 1e-6, method="rdp")
 
 
-def test_largest_mean_meets_the_target_and_is_tight():
+def test_calibrate_k_mean_meets_the_target_and_is_tight():
     base = ps.gdp_profile(0.25)
-    m = largest_mean(base, 2.5, 1e-6)
+    m = calibrate_k_mean(base, 2.5, 1e-6)
     assert ps.certify(base, ps.Geometric(mean=m), 1e-6).epsilon <= 2.5
     assert ps.certify(base, ps.Geometric(mean=m * 1.001), 1e-6).epsilon > 2.5
     with pytest.raises(ValueError, match="target"):
-        largest_mean(base, 0.1, 1e-6)
+        calibrate_k_mean(base, 0.1, 1e-6)
 
 
 def test_cor62_thresholds_krw_fig8_setting():
@@ -148,7 +148,7 @@ def test_krw_fig7_profile_allows_about_three_times_more_candidates():
     mean 10, Thm 5.2 allows a mean about 3x larger. Measured: 2.74x (PRV accountant)."""
     base = ps.privacy_profile(ps.Gaussian(21.1).poisson_subsample(16384 / 50000).compose(250))
     rdp_eps = ps.certify(base, ps.Geometric(mean=10), 1e-5, bound="rdp").epsilon
-    m = largest_mean(base, rdp_eps, 1e-5, bound="profile")
+    m = calibrate_k_mean(base, rdp_eps, 1e-5, bound="profile")
     assert 2.4 < m / 10 < 3.5
     assert ps.certify(base, ps.Geometric(mean=m), 1e-5, bound="profile").epsilon <= rdp_eps
 

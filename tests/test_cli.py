@@ -105,11 +105,96 @@ def test_certify_with_k_human_output(capsys):
 def test_errors_name_the_flag_and_print_only_the_subcommand_usage(argv, flag, capsys):
     err = _error(["certify", *argv], capsys)
     assert flag in err and "usage: privselect certify" in err
-    assert "{certify,demo}" not in err  # not the top-level usage
+    assert "{certify,calibrate,demo}" not in err  # not the top-level usage
+
+
+def _pld_bracket(kind, noise, rate, steps, delta):
+    """dp-accounting's optimistic and pessimistic PLD eps(delta) (mesh 1e-4): a lower and an upper reference."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    build = pld.from_gaussian_mechanism if kind == "gaussian" else pld.from_laplace_mechanism
+    return [float(build(noise, sampling_prob=rate, value_discretization_interval=1e-4, pessimistic_estimate=p,
+                        use_connect_dots=p).self_compose(steps).get_epsilon_for_delta(delta)) for p in (False, True)]
+
+
+@pytest.mark.parametrize("mechanism, noise_flag", [("gaussian", "--noise-multiplier"), ("laplace", "--scale")])
+@pytest.mark.parametrize("rate, steps", [(None, 300), (0.05, 100), (1.0, 10)])
+def test_every_mechanism_flag_certifies_at_every_rate_between_dp_accountings_plds(mechanism, noise_flag, rate, steps,
+                                                                                 capsys):
+    """--mechanism gaussian and laplace, at the default rate (256/60000), a larger one and the full batch:
+    the certified eps lies between dp-accounting's optimistic and pessimistic PLD on the same run."""
+    pytest.importorskip("dp_accounting")
+    rate_flags = [] if rate is None else ["--sample-rate", str(rate)]
+    code, out = _run(["certify", "--mechanism", mechanism, noise_flag, "2", *rate_flags, "--steps", str(steps),
+                      "--json"], capsys)
+    report = json.loads(out)
+    optimistic, pessimistic = _pld_bracket(mechanism, 2.0, rate or 256 / 60000, steps, 1e-5)
+    assert code == 0 and report["one_run"]["mechanism"] == mechanism
+    assert report["one_run"]["scale" if mechanism == "laplace" else "noise_multiplier"] == 2.0
+    assert optimistic * (1 - 1e-6) <= report["epsilon"] <= pessimistic * (1 + 1e-3)
+
+
+def test_laplace_at_the_default_rate_runs_as_the_issue_wrote_it(capsys):
+    """`privselect certify --mechanism laplace --scale 2` (the DP-SGD example's 14063 steps at rate 256/60000)
+    certifies below pure DP's composition bound, 14063 x log(1 + q (e^(1/2) - 1))."""
+    code, out = _run(["certify", "--mechanism", "laplace", "--scale", "2", "--json"], capsys)
+    report = json.loads(out)
+    pure = 14063 * math.log1p(256 / 60000 * math.expm1(0.5))
+    assert code == 0 and report["one_run"]["scale"] == 2.0 and report["one_run"]["steps"] == 14063
+    assert 0 < report["epsilon"] < pure
+
+
+def test_laplace_without_replacement_is_the_replace_one_description(capsys):
+    """Shuffled fixed-size batches of a Laplace run: the library's replace-one description, which costs
+    more than Poisson sampling's add/remove at the same rate."""
+    flags = ["certify", "--mechanism", "laplace", "--scale", "2", "--batch-size", "64", "--dataset-size", "6400",
+             "--steps", "50", "--json"]
+    code, out = _run([*flags, "--sampling", "without_replacement"], capsys)
+    shuffled = json.loads(out)
+    expected = ps.Laplace(2.0).sample_without_replacement(0.01).compose(50)
+    assert code == 0 and shuffled["one_run"]["sampling"] == "without_replacement"
+    assert shuffled["epsilon"] == pytest.approx(float(ps.privacy_profile(expected).epsilon(1e-5)), rel=1e-12)
+    code, out = _run(flags, capsys)
+    assert code == 0 and shuffled["epsilon"] > json.loads(out)["epsilon"]
+
+
+def test_calibrate_prints_the_librarys_noise_multiplier_and_its_certificate(capsys):
+    code, out = _run(["calibrate", "--epsilon", "2", "--sample-rate", "0.01", "--steps", "500", "--json"], capsys)
+    report = json.loads(out)
+    sigma = ps.calibrate_noise(2.0, 1e-5, sample_rate=0.01, steps=500)
+    run = ps.dpsgd(noise_multiplier=report["noise_multiplier"], sample_rate=0.01, steps=500)
+    assert code == 0 and report["solved_for"] == "noise_multiplier" and report["noise_multiplier"] == sigma
+    assert report["epsilon"] == float(ps.privacy_profile(run).epsilon(1e-5)) <= 2.0
+    code, out = _run(["calibrate", "--epsilon", "2", "--sample-rate", "0.01", "--steps", "500"], capsys)
+    assert code == 0 and f"noise multiplier: {sigma:.6f}" in out and out.strip().splitlines()[-1].startswith("certified:")
+
+
+def test_calibrate_with_k_and_a_noise_multiplier_gives_the_most_steps(capsys):
+    code, out = _run(["calibrate", "--epsilon", "4", "--noise-multiplier", "2", "--batch-size", "100",
+                      "--dataset-size", "1000", "--k", "geometric:5", "--json"], capsys)
+    report = json.loads(out)
+    k = ps.Geometric(mean=5)
+    at = lambda t: ps.certify(ps.dpsgd(noise_multiplier=2.0, sample_rate=0.1, steps=t), k, 1e-5).epsilon  # noqa: E731
+    assert code == 0 and report["solved_for"] == "steps" and report["k"] == k.to_dict()
+    assert at(report["steps"]) <= 4.0 < at(report["steps"] + 1)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    ([], "--epsilon"),
+    (["--epsilon", "0"], "--epsilon"),
+    (["--epsilon", "3", "--mechanism", "laplace"], "--mechanism"),
+    (["--epsilon", "3", "--scale", "2"], "--scale"),
+    (["--epsilon", "3", "--noise-multiplier", "1", "--steps", "10"], "--noise-multiplier"),
+    (["--epsilon", "3", "--k", "geometric:0.5"], "--k"),
+    (["--epsilon", "3", "--accountant", "all"], "--accountant"),
+])
+def test_calibrate_errors_name_the_flag(argv, flag, capsys):
+    err = _error(["calibrate", *argv], capsys)
+    assert flag in err and "usage: privselect calibrate" in err
 
 
 def test_help_has_no_raw_markup_and_every_flag_has_help(capsys):
-    for argv in (["--help"], ["certify", "--help"], ["demo", "--help"]):
+    for argv in (["--help"], ["certify", "--help"], ["calibrate", "--help"], ["demo", "--help"]):
         with pytest.raises(SystemExit):
             main(argv)
         text = capsys.readouterr().out

@@ -403,7 +403,7 @@ def test_fuzz_search_space(kind, low, high, options):
        sigma=log_uniform(0.5, 10))
 def test_fuzz_calibration(target, delta, sigma):
     base = ps.Gaussian(sigma)
-    ok, m = attempt(lambda: calibrate.largest_mean(base, target, delta, accountant="exact"), "target_epsilon",
+    ok, m = attempt(lambda: calibrate.calibrate_k_mean(base, target, delta, accountant="exact"), "target_epsilon",
                     "delta", "mean", "bracket")
     if ok:
         assert m >= 1.0

@@ -268,7 +268,7 @@ def test_continuous_privacy_hyperparameters_need_cor62_and_are_checked_per_candi
     assert by_c.certificate.alternatives["mixture-profile"] > 0
 
 
-def test_calibrate_picks_the_largest_mean_meeting_the_target():
+def test_calibrate_picks_the_calibrate_k_mean_meeting_the_target():
     t = tuner().calibrate(3.0)
     assert t.certificate.epsilon <= 3.0
     assert ps.certify(BASE, ps.Geometric(mean=t.k.mean * 1.01), 1e-6, accountant="exact").epsilon > 3.0

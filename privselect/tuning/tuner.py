@@ -26,7 +26,7 @@ from typing import Any, Callable
 from .. import _validation as check
 from ..accounting.profile import PrivacyProfile
 from ..mechanisms import Gaussian, Laplace, Mechanism
-from ..selection.calibrate import largest_mean
+from ..selection.calibrate import calibrate_k_mean
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from .backends import BACKENDS
@@ -240,7 +240,7 @@ class PrivateTuner:
         base = self._privacy.base
         options = {} if isinstance(base, PrivacyProfile) else {"accountant": self.accountant, **self.accountant_options}
         min_mean = 1.0 + 1e-9 if self.k.min_k >= 1 else 1e-3  # K >= 1 (TNB laws): mean > 1
-        mean = largest_mean(base, target_epsilon, self.delta, family=family, min_mean=min_mean, **options)
+        mean = calibrate_k_mean(base, target_epsilon, self.delta, family=family, min_mean=min_mean, **options)
         self.k = family(mean)
         self._certificate = None
         return self

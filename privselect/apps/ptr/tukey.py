@@ -9,7 +9,7 @@ releases one point. Otherwise the release is ⊥ (the model predicts 0).
 The privacy argument below is our own, proved in the class docstring from the sensitivity of
 the depth alone; it follows the structure of the paper (PTR check on volume ratios of depth
 regions, after Brown, Gaboardi, Smith, Ullman, Zakynthinou 2021) but its constants are ours and
-err on the safe side: the exponential mechanism uses exp(a depth) with 2a + log1p(delta) <= eps_em
+err on the safe side: the exponential mechanism uses exp(a depth) with 2a + log1p(delta/2) <= eps_em
 (the standard factor 2 for a data-dependent normaliser), where the public reference code uses
 exp(eps_em depth).
 """
@@ -155,21 +155,22 @@ class TukeyEMRegressor(PrivateLinearRegressor):
     1. Models: `block_models` (each record in one of m blocks, independently): adding or removing
        a record replaces one of the m models. ``n_models`` is public: an int, or ``"auto"`` =
        `tukey_n_models` (``n_min``, d) with ``n_min`` a public lower bound on n.
-    2. Test (eps_1 = ``ptr_share`` eps): k = `distance_lower_bound` (sensitivity 1) at theta = delta;
+    2. Test (eps_1 = ``ptr_share`` eps): k = `distance_lower_bound` (sensitivity 1) at theta = delta/2;
        pass iff k + Lap(1/eps_1) > ln(1/(2 delta))/eps_1, else ⊥.
     3. Release: density proportional to exp(a T(y)) on {T >= t}, t = floor(m/4), T the approximate
-       Tukey depth (`approximate_tukey_depth`), a = (eps_2 - log1p(delta))/2, eps_2 = eps - eps_1.
+       Tukey depth (`approximate_tukey_depth`), a = (eps_2 - log1p(delta/2))/2, eps_2 = eps - eps_1.
 
     Proof (ours). T has sensitivity 1 under replacing a model. With V_i = vol{T >= i} and Z_S the
     normaliser, for neighbours S, S' and any g >= 0: Z_S' <= e^a (Z_S + e^{a(t-1)} V_{t-1}(S)) and
     Z_S >= e^{a(t+g)} V_{t+g}(S), so on the common support p_S/p_S' <= e^{2a}(1 + e^{-a(g+1)}
     V_{t-1}/V_{t+g}); off it (T_S' < t forces T_S = t) p_S has mass <= e^{-a g} V_t/V_{t+g}. C_0
-    bounds both ratios by V_{t-2}/V_{t+g+1}, hence P[A(S) in E] <= e^{eps_2} P[A(S') in E] + delta.
+    bounds both ratios by V_{t-2}/V_{t+g+1}, hence P[A(S) in E] <= e^{eps_2} P[A(S') in E] + delta/2.
     PTR (Dwork, Lei 2009; Redberg, Zhu, Wang 2023, Thm 3.1 structure): if k(S) >= 0 the Laplace test
-    is eps_1-DP and the release is (eps_2, delta) from S; if k(S) = -1 a pass has probability
-    (1/2) e^{-eps_1 (tau + 1)} <= delta. So TukeyEM is (eps_1 + eps_2, delta)-DP: `privacy` is
-    ``ApproxDP(eps, delta)``. The block labels are independent of the data, so the add/remove
-    guarantee is a mixture of the one-model-replaced guarantee.
+    is eps_1-DP and the release is (eps_2, delta/2) from S; if k(S) = -1 a pass has probability
+    (1/2) e^{-eps_1 (tau + 1)} = delta e^{-eps_1}. Only S's side is needed in either case, so TukeyEM
+    is (eps_1 + eps_2, max(delta/2, delta e^{-eps_1}))-DP: `privacy` is that ``ApproxDP`` (its delta
+    below ``delta``, so ``privacy_profile(est.privacy).epsilon(delta) <= eps``). The block labels are
+    independent of the data, so the add/remove guarantee is a mixture of the one-model-replaced one.
 
     No bounds are read or assumed: ``y_bound`` (optional) only clips predictions (post-processing).
     No intercept: append a constant feature. Fitted: ``coef_``, ``refused_``, ``n_models_``,
@@ -189,8 +190,9 @@ class TukeyEMRegressor(PrivateLinearRegressor):
 
     @property
     def privacy(self) -> ApproxDP:
-        """``ApproxDP(eps, delta)``: the whole mechanism (test, release or ⊥), see the class docstring."""
-        return ApproxDP(self.epsilon, self.delta)
+        """``ApproxDP(eps, max(delta/2, delta e^{-eps_1}))``: the whole mechanism (test, release or ⊥), class docstring."""
+        eps1 = self.budget()[0]
+        return ApproxDP(self.epsilon, max(self.delta / 2, self.delta * math.exp(-eps1)))
 
     def budget(self) -> tuple[float, float, float, float]:
         """(eps_1 of the test, the test threshold tau, eps_2 of the release, the exponent a)."""
@@ -198,7 +200,7 @@ class TukeyEMRegressor(PrivateLinearRegressor):
         delta = check.open_unit("delta", self.delta)
         eps1 = eps * check.open_unit("ptr_share", self.ptr_share)
         eps2 = eps - eps1
-        return eps1, math.log(1 / (2 * delta)) / eps1, eps2, (eps2 - math.log1p(delta)) / 2
+        return eps1, math.log(1 / (2 * delta)) / eps1, eps2, (eps2 - math.log1p(delta / 2)) / 2
 
     def models_for(self, d: int) -> int:
         """m: ``n_models`` or the public rule on (``n_min``, d)."""
@@ -222,7 +224,7 @@ class TukeyEMRegressor(PrivateLinearRegressor):
         lo, hi = depth_box_bounds(models)
         log_v = _log_volumes(lo, hi)
         t = m // 4
-        k = distance_lower_bound(log_v, t, a, math.log(self.delta))
+        k = distance_lower_bound(log_v, t, a, math.log(self.delta / 2))
         noisy = k + rng.laplace(scale=1.0 / eps1)
         passed = noisy > tau and t >= 1 and np.isfinite(log_v[t])  # a false pass on a flat region: ⊥ too
         self.n_models_ = m

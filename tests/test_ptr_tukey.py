@@ -181,3 +181,27 @@ def test_auto_models_need_a_public_size_bound():
         TukeyEMRegressor().fit(*_linear(100, np.ones(2)))
     with pytest.raises(ValueError, match="ptr_share"):
         TukeyEMRegressor(n_models=10, ptr_share=1.5).fit(*_linear(100, np.ones(2)))
+
+
+def test_attack_one_extreme_record_cannot_drag_the_release():
+    beta = np.array([1.0, -2.0, 0.5, 3.0, -1.0])
+    X, y = _linear(20_000, beta)
+    X_bad = np.vstack([X, np.full((1, 5), 1e6)])
+    y_bad = np.append(y, 1e15)  # no bounds anywhere: one record makes its block's model enormous
+    est = TukeyEMRegressor(epsilon=1.0, n_min=20_000, random_state=3).fit(X_bad, y_bad)
+    assert not est.refused_ and np.linalg.norm(est.coef_ - beta) < 0.05
+
+
+def test_attack_fitted_state_and_refusal_warning_carry_no_exact_statistic():
+    X, y = _linear(300, np.array([1.0, -1.0]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = TukeyEMRegressor(epsilon=1.0, n_min=300, random_state=0).fit(X, y)
+    models = block_models(X, y, est.n_models_, np.random.default_rng(0))
+    exact_k = distance_lower_bound(_log_volumes(*depth_box_bounds(models)), est.n_models_ // 4, est.budget()[3],
+                                   math.log(0.5e-6))
+    state = {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
+    assert set(state) == {"n_features_in_", "n_models_", "distance_release_", "refused_", "coef_", "intercept_"}
+    assert est.distance_release_ != exact_k and np.array_equal(est.coef_, np.zeros(2))
+    assert [type(w.message) for w in caught] == [RefusalWarning]
+    assert f"{est.distance_release_:.4g}" in str(caught[0].message)  # only the noisy, already-released value

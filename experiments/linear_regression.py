@@ -18,7 +18,7 @@ and every hyperparameter is a function of public quantities: the public bound on
 records is the size of the distributed file (UCI's "number of instances"), never the private
 training-set size. 10-fold CV x ``seeds`` seeds; median test MSE on the label scale of the protocol.
 
-``python -m experiments.linear_regression [--quick] [--suite ssp|all] [--seeds S] [--datasets a,b] [--data-dir DIR] [--out-dir DIR]``.
+``python -m experiments.linear_regression [--quick] [--suite ssp|all] [--seeds S] [--datasets a,b] [--data-dir DIR] [--out-dir DIR] [--methods A,B]``.
 Suite ``ssp`` (default) writes ``linear_regression_ssp*``; ``all`` writes ``linear_regression*``.
 """
 
@@ -48,6 +48,7 @@ from privselect.apps.ptr import (
     PrivateRegressorSelection,
     SSPRidgeSelectionRegressor,
     TrivialRegressor,
+    TukeyEMRegressor,
     TunedOPSPTRRegressor,
     liu_talwar_certificate,
     load_table,
@@ -75,7 +76,7 @@ DELTA = 1e-6
 MEAN_K = 10.0
 THETA_BOUND = 2.0  # output perturbation's public ball (the ridge solutions here have norm ~1.5-4)
 SSP_PRIVATE = ("SSP ridge selection", "AdaSSP (2 releases)", "AdaSSP (3 releases)", "AdaSSP (Wang, printed)",
-               "output perturbation", "OPS (data-independent)", "trivial (0)")
+               "output perturbation", "OPS (data-independent)", "trivial (0)", "TukeyEM (no bounds)")
 OPS_PRIVATE = ("OPS-PTR (default)", "OPS-PTR tuned (default K)", "OPS-PTR tuned (Thm 5.2)", "OPS-PTR tuned (Liu-Talwar)",
                "private selection", "AdaOPS")
 PRIVATE = SSP_PRIVATE + OPS_PRIVATE
@@ -85,7 +86,8 @@ SHORT = {"OPS-PTR (default)": "PTR", "OPS-PTR tuned (default K)": "PTR-T", "OPS-
          "private selection": "Select", "output perturbation": "OutPert", "AdaOPS": "AdaOPS",
          "SSP ridge selection": "SSP-sel", "AdaSSP (2 releases)": "AdaSSP-2", "AdaSSP (3 releases)": "AdaSSP-3",
          "AdaSSP (Wang, printed)": "Wang", "oracle ridge (test set)": "oracle",
-         "OPS (data-independent)": "OPS-DI", "non-private OLS": "OLS", "trivial (0)": "0"}
+         "OPS (data-independent)": "OPS-DI", "non-private OLS": "OLS", "trivial (0)": "0",
+         "TukeyEM (no bounds)": "Tukey"}
 STYLE = {
     "OPS-PTR (default)": dict(color=c.COLORS[6], marker="*", linestyle="-", linewidth=1.2),
     "OPS-PTR tuned (default K)": dict(color="tab:olive", marker="h", linestyle="-", linewidth=1.4),
@@ -102,6 +104,7 @@ STYLE = {
     "OPS (data-independent)": dict(color=c.COLORS[5], marker="x", linestyle="-", linewidth=1.2),
     "non-private OLS": dict(color="black", linestyle=":", linewidth=1.4),
     "trivial (0)": dict(color=c.COLORS[7], linestyle="--", linewidth=1.0),
+    "TukeyEM (no bounds)": dict(color="tab:purple", marker="X", linestyle=":", linewidth=1.2),
 }
 
 
@@ -192,6 +195,8 @@ def estimators(eps: float, n_public: int, d: int, suite: str = "all") -> dict:
             alpha=output_perturbation_alpha(n_public, d, eps, DELTA, theta_bound=THETA_BOUND)),
         "OPS (data-independent)": OPSRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
         "trivial (0)": TrivialRegressor(),
+        # no feature or label bounds; m from the public size of a training part of 10-fold CV
+        "TukeyEM (no bounds)": TukeyEMRegressor(epsilon=eps, delta=DELTA, n_min=9 * n_public // 10),
     }
     if suite == "ssp":
         return ssp
@@ -249,8 +254,9 @@ def budgets(epsilons) -> list[dict]:
     return rows
 
 
-def _run_data_set(protocol: str, name: str, data_dir: Path, epsilons, folds: int, seeds: int, suite: str):
-    """All fits of one (protocol, data set): summary rows and raw per-fit rows."""
+def _run_data_set(protocol: str, name: str, data_dir: Path, epsilons, folds: int, seeds: int, suite: str,
+                  methods=None):
+    """All fits of one (protocol, data set): summary rows and raw per-fit rows (only ``methods`` if given)."""
     raw, rows = [], []
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # refusals are counted in refused_rate instead
@@ -261,14 +267,18 @@ def _run_data_set(protocol: str, name: str, data_dir: Path, epsilons, folds: int
         for seed in range(seeds):
             for fold, (tr, te) in enumerate(KFold(folds, shuffle=True, random_state=1000 + seed).split(X)):
                 Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
-                ols = float(np.mean((NonPrivateRidge().fit(Xtr, ytr).predict(Xte) - yte) ** 2))
                 for eps in epsilons:
                     # the SSP family shares one noise seed per fit (common random numbers: the
                     # selection differs from two-release AdaSSP only by its budget split and choice)
                     ssp_seed = zlib.crc32(f"{protocol}|{name}|{seed}|{fold}|{eps}|ssp".encode())
-                    fits = {"non-private OLS": ols,
-                            "oracle ridge (test set)": oracle_ridge_mse(eps, ssp_seed, Xtr, ytr, Xte, yte)}
+                    fits = {}
+                    if methods is None or "non-private OLS" in methods:
+                        fits["non-private OLS"] = float(np.mean((NonPrivateRidge().fit(Xtr, ytr).predict(Xte) - yte) ** 2))
+                    if methods is None or "oracle ridge (test set)" in methods:
+                        fits["oracle ridge (test set)"] = oracle_ridge_mse(eps, ssp_seed, Xtr, ytr, Xte, yte)
                     for label, est in estimators(eps, n, d, suite).items():
+                        if methods is not None and label not in methods:
+                            continue
                         est_seed = ssp_seed if label in ("SSP ridge selection", "AdaSSP (2 releases)") else \
                             zlib.crc32(f"{protocol}|{name}|{seed}|{fold}|{eps}|{label}".encode())
                         if "random_state" in est.get_params():
@@ -290,8 +300,23 @@ def _run_data_set(protocol: str, name: str, data_dir: Path, epsilons, folds: int
     return rows, raw
 
 
+def _read_rows(path: Path, drop) -> list[dict]:
+    """Rows of a CSV this module wrote, numbers parsed, without the methods in ``drop``."""
+    import csv
+
+    def parse(key, value):
+        if key in ("protocol", "dataset", "method") or value == "":
+            return value
+        return int(value) if key in ("n", "d", "fits", "seed", "fold") else float(value)
+
+    with open(path, newline="") as fh:
+        return [{k: parse(k, v) for k, v in row.items()} for row in csv.DictReader(fh) if row["method"] not in drop]
+
+
 def run(quick: bool = False, out_dir=None, data_dir=None, seeds: int | None = None, datasets=None,
-        n_jobs: int = 1, suite: str = "ssp") -> dict:
+        n_jobs: int = 1, suite: str = "ssp", methods=None) -> dict:
+    """Run ``suite``; with ``methods``, fit only those and merge them into the suite's existing CSVs
+    (the other methods' rows are kept as they were: same folds, seeds and noise seeds)."""
     if suite not in SUITES:
         raise ValueError(f"suite must be one of {SUITES}, got {suite!r}")
     started = time.perf_counter()
@@ -304,13 +329,19 @@ def run(quick: bool = False, out_dir=None, data_dir=None, seeds: int | None = No
     seeds = 1 if seeds is None else int(seeds)
     tasks = [(p, name) for name in names for p in PROTOCOLS]
     tasks.sort(key=lambda t: t[1] != "elevators")  # the largest first, for load balance
-    outputs = Parallel(n_jobs=n_jobs)(delayed(_run_data_set)(p, name, data_dir, epsilons, folds, seeds, suite)
+    outputs = Parallel(n_jobs=n_jobs)(delayed(_run_data_set)(p, name, data_dir, epsilons, folds, seeds, suite, methods)
                                       for p, name in tasks)
     rows = [r for p in PROTOCOLS for name in names for (rs, _), t in zip(outputs, tasks) if t == (p, name) for r in rs]
     raw = [r for _, rr in outputs for r in rr]
-    fig = _plot(rows, names, epsilons)
     directory = c.output_dir(quick, out_dir)
     out_name = NAME if suite == "all" else f"{NAME}_{suite}"
+    if methods is not None:  # merge into the existing results of the suite
+        kept = _read_rows(directory / f"{out_name}.csv", set(methods))
+        rows = [r for p in PROTOCOLS for name in names
+                for r in [q for q in kept if (q["protocol"], q["dataset"]) == (p, name)]
+                + [q for q in rows if (q["protocol"], q["dataset"]) == (p, name)]]
+        raw = _read_rows(directory / f"{out_name}_runs.csv", set(methods)) + raw
+    fig = _plot(rows, names, epsilons)
     c.write_csv(directory / f"{out_name}_runs.csv", raw)
     key = {"suite": suite, "datasets": list(names), "epsilons": list(epsilons), "folds": folds, "seeds": seeds,
            "protocols": list(PROTOCOLS)}
@@ -369,7 +400,7 @@ def markdown_tables(rows, names, epsilons, wins) -> str:
     """The README tables: median test MSE per (protocol, data set, eps); bold = best private method(s)."""
     out = []
     methods = _present(rows, METHODS)
-    ptr = _present(rows, OPS_PRIVATE[:4])
+    ptr = _present(rows, OPS_PRIVATE[:4] + ("TukeyEM (no bounds)",))  # methods that can refuse
     for protocol in PROTOCOLS:
         out.append(f"#### Protocol `{protocol}`\n")
         for name in names:
@@ -377,7 +408,7 @@ def markdown_tables(rows, names, epsilons, wins) -> str:
             if not cell:
                 continue
             out.append(f"{name} (n={cell[0]['n']}, d={cell[0]['d']})\n")
-            out.append("| eps | " + " | ".join(SHORT[m] for m in methods) + (" | ⊥ PTR/T/5.2/LT |" if ptr else " |"))
+            out.append("| eps | " + " | ".join(SHORT[m] for m in methods) + (" | ⊥ " + "/".join(SHORT[m] for m in ptr) + " |" if ptr else " |"))
             out.append("|---" * (len(methods) + 1 + bool(ptr)) + "|")
             for eps in epsilons:
                 by = {r["method"]: r for r in cell if r["epsilon"] == eps}
@@ -434,10 +465,12 @@ def main(argv=None) -> int:
     parser.add_argument("--datasets", default=None, help="comma-separated subset of the data sets")
     parser.add_argument("--data-dir", default=None, help="folder with the UCI files (default: experiments/data/uci)")
     parser.add_argument("--out-dir", default=None, help="write here instead of experiments/results/")
+    parser.add_argument("--methods", default=None,
+                        help="comma-separated method labels: fit only these and merge into the suite's existing CSVs")
     args = parser.parse_args(argv)
     out = run(quick=args.quick, out_dir=args.out_dir, data_dir=args.data_dir, seeds=args.seeds,
               datasets=None if args.datasets is None else args.datasets.split(","), n_jobs=args.n_jobs,
-              suite=args.suite)
+              suite=args.suite, methods=None if args.methods is None else args.methods.split(","))
     print(json.dumps(out, indent=1, default=str))
     return 0
 

@@ -11,6 +11,7 @@
   certified by KRW Thm 5.2, and the Liu-Talwar certificate for the same tuning;
 * [`model_selection`][privselect.apps.ptr.model_selection]: [`PrivateRegressorSelection`][privselect.apps.ptr.PrivateRegressorSelection], a private choice among private
   regressors (AdaSSP, AdaOPS, OPS-PTR) with one certificate;
+* [`tukey`][privselect.apps.ptr.tukey]: [`TukeyEMRegressor`][privselect.apps.ptr.TukeyEMRegressor], TukeyEM (Amin et al. 2023): no feature or label bounds;
 * [`table`][privselect.apps.ptr.table]: [`load_table`][privselect.apps.ptr.load_table], a user's own table mapped into public bounds;
 * [`data`][privselect.apps.ptr.data]: a loader for the UCI regression files (takes a path).
 """
@@ -51,6 +52,7 @@ from .ssp import (
     releases_lambda_min,
 )
 from .model_selection import PrivateRegressorSelection
+from .tukey import TukeyEMRegressor
 
 __all__ = [
     "BOTTOM", "GeneralizedPTR", "PTRResult", "LaplaceBound", "GaussianBound", "analytic_gaussian_sigma",
@@ -58,7 +60,7 @@ __all__ = [
     "ops_renyi", "ops_gamma", "ops_local_bounds", "sample_ops",
     "OPSPTR", "OPSRegressor", "OPSPTRRegressor", "RefusalWarning", "balanced_alpha", "default_ops_ptr_alpha",
     "AdaSSPRegressor", "AdaSSPWangRegressor", "SSPRidgeSelectionRegressor", "TrivialRegressor", "pure_dp_gdp_mu",
-    "releases_lambda_min",
+    "releases_lambda_min", "TukeyEMRegressor",
     "OutputPerturbationRegressor", "AdaOPSRegressor", "NonPrivateRidge", "output_perturbation_alpha",
     "TunedOPSPTRRegressor", "PrivateRegressorSelection", "RunBudget", "profile_run_budget", "selection_run_budget", "liu_talwar_run_budget", "LiuTalwarCertificate",
     "liu_talwar_certificate", "default_tuning_k",

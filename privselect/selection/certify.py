@@ -122,10 +122,7 @@ class Certificate:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Certificate":
         """The certificate a [`to_dict`][privselect.selection.certify.Certificate.to_dict] result describes."""
-        if "theorem" in data:
-            bound, theorem = data["bound"], data["theorem"]
-        else:  # written by privselect <= 0.2, where "method" was the family and "bound" the theorem
-            bound, theorem = data["method"], data["bound"]
+        bound, theorem = data["bound"], data["theorem"]
         return cls(
             epsilon=_number(data["epsilon"]), delta=_number(data["delta"]), bound=bound,
             theorem=theorem, alternatives={n: _number(v) for n, v in data["alternatives"].items()},
@@ -138,12 +135,6 @@ class Certificate:
     def from_json(cls, text: str) -> "Certificate":
         """The certificate a [`to_json`][privselect.selection.certify.Certificate.to_json] string describes (round-trips exactly)."""
         return cls.from_dict(json.loads(text))
-
-    @property
-    def method(self):
-        raise AttributeError("Certificate.method was renamed: the bound family is Certificate.bound (the name "
-                             "certify(bound=...) takes), its theorem Certificate.theorem, and the accountant "
-                             "Certificate.accountant")
 
     def __str__(self) -> str:
         return f"({self.epsilon:.4g}, {self.delta:.3g})-DP for the best of K ~ {self.k!r} runs [{self.theorem}]"

@@ -5,8 +5,8 @@ from .engine import AllRunsFailedError, TrainerContractError
 from .guard import RandomnessLeakError
 from .pipeline import FinalRun, FinalRunFailedError
 from .privacy import CandidatePrivacyError
-from .tuner import PrivateTuner, TuningResult, score_and_output
+from .tuner import PrivateTuner, TuningResult
 
 __all__ = ["PrivateTuner", "TuningResult", "BACKENDS", "Backend", "register_backend", "get_backend",
            "AllRunsFailedError", "TrainerContractError", "WorkerLossError", "RandomnessLeakError",
-           "CandidatePrivacyError", "score_and_output", "FinalRun", "FinalRunFailedError"]
+           "CandidatePrivacyError", "FinalRun", "FinalRunFailedError"]

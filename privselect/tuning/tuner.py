@@ -30,15 +30,13 @@ from ..selection.calibrate import calibrate_k_mean
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from .backends import BACKENDS
-from .engine import (RunSeeds, SelectionPlan, StopSelection, TrainerContractError, dry_run, released, run_selection,
-                     split_return)
+from .engine import RunSeeds, SelectionPlan, StopSelection, TrainerContractError, dry_run, released, run_selection
 from .pipeline import FinalRun, run_pipeline, split_records, tuning_rate_of
 from .privacy import CandidateCheck, CandidatePrivacyError, RunPrivacy
 from .space import SearchSpace, draw, validate_space
 
-__all__ = ["PrivateTuner", "TuningResult", "BACKENDS", "score_and_output"]
+__all__ = ["PrivateTuner", "TuningResult", "BACKENDS"]
 
-score_and_output = split_return  # the 0.1 name
 
 
 @dataclass(frozen=True, repr=False)

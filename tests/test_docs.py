@@ -46,6 +46,10 @@ SHOWN = {
         "print(subsampled.epsilon)": lambda ns: [ns["subsampled"].epsilon],
         "assert complement.epsilon < full.epsilon": lambda ns: [ns["complement"].epsilon, ns["full"].epsilon],
     },
+    "calibration.md": {
+        "sigma = ps.calibrate_noise(3.0, 1e-5, **run)": lambda ns: [ns["sigma"]],
+        "sigma_k = ps.calibrate_noise(3.0, 1e-5, **run, k=ps.Geometric(mean=10))": lambda ns: [ns["sigma_k"]],
+    },
     "trainers.md": {
         "steps = math.ceil(epochs / sample_rate)": lambda ns: [ns["steps"]],
         "print(ps.privacy_profile(one_run).epsilon(1e-5))": lambda ns: [ns["ps"].privacy_profile(ns["one_run"]).epsilon(1e-5)],

@@ -50,6 +50,7 @@ import numpy as np
 
 from ..mechanisms import Mechanism
 from .base import Accountant, UnsupportedMechanismError, get_accountant, register_accountant
+from .closed import ClosedBounds
 from .profile import CertificationError, DirectionalCurve, ErrorBudget, PrivacyProfile
 
 __all__ = ["Auto", "MinProfile", "LazyMember"]
@@ -65,7 +66,7 @@ _SMALL_TARGET = 1e-12
 #: 1e3 floors its relative error is below 1e-3). 0: only where an earlier member failed to build
 #: (CF's per-point saddle points are too slow for the long eps vectors of plots and dominating pairs;
 #: eps(delta) queries, which carry the tightness goal, still reach CF).
-_DELTA_MARGINS = (1e3, 0.0)
+_DELTA_MARGINS = (1e3, 1e3)
 #: eps(delta): tier i > 0 joins where delta is within this multiple of the earlier floor (the delta
 #: error then moves the eps bracket by at most the curve's change over a 5% change of delta).
 _EPS_FLOOR_MARGIN = 1e1
@@ -86,6 +87,8 @@ _CF_FIRST_FOR_EPS_FROM = 1_000
 #: Expected sampled steps (sum of count x rate) below which the small-delta PRV answers eps(delta)
 #: before CF (``Auto.eps_tiers_few``).
 _CF_LAST_FOR_EPS_BELOW = 1.0
+#: Work cap of the fine CF member (CF alone's default), tried last where the capped CF's bracket is loose.
+_CF_FINE_MAX_WORK = 2e8
 
 
 class LazyMember:
@@ -142,15 +145,16 @@ class PointwiseMinCurve(DirectionalCurve):
     """
 
     def __init__(self, delta_tiers: list[list[LazyMember]], eps_tiers: list[list[LazyMember]],
-                 direction: str = "both") -> None:
+                 direction: str = "both", first: list[LazyMember] = ()) -> None:
         self.direction = direction
+        self.first = list(first)
         self.delta_tiers = [list(tier) for tier in delta_tiers if tier]
         self.eps_tiers = [list(tier) for tier in eps_tiers if tier]
         self._hints = {m.name: m.floor_hint for m in self.members}
 
     @property
     def members(self) -> list[LazyMember]:
-        return list(dict.fromkeys(m for tier in self.delta_tiers + self.eps_tiers for m in tier))
+        return list(dict.fromkeys(m for tier in [self.first] + self.delta_tiers + self.eps_tiers for m in tier))
 
     def _profiles(self, members: list[LazyMember]) -> list[tuple[str, PrivacyProfile]]:
         # an uncertified profile (an error estimate, e.g. CF's quadrature of a subsampled Laplace) never answers
@@ -184,55 +188,67 @@ class PointwiseMinCurve(DirectionalCurve):
 
     # -- the table of member brackets ------------------------------------------------------
 
-    def _table(self, tiers, query: np.ndarray, bracket, trivial, near_floor,
+    def _table(self, tiers, query: np.ndarray, bracket, trivial, near_floor, settled,
                skip_below_hint: bool = False) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Names, lower and upper brackets of the members that the query needs, tier by tier.
 
-        A member whose query fails numerically contributes the ``trivial`` bracket (valid, never chosen).
+        The closed-form members (``self.first``, microseconds) answer every point first; a point whose
+        bracket they already settle (``settled``: e.g. delta = 0 beyond the pure epsilon, or eps = 0)
+        is asked of no other member, and where every point is settled no other member is built.
+        A member is evaluated only at the points that need it; elsewhere, and where its query fails
+        numerically, it contributes the ``trivial`` bracket (valid, never chosen).
         ``near_floor(query, rows, floor, i)`` says where the rows so far are at or near ``floor``
         (tier ``i`` is being considered). With ``skip_below_hint`` (eps(delta) queries), a first-tier
         member is not built when every delta asked is at or below its ``floor_hint``.
         """
-        def row(name: str, prof: PrivacyProfile):
-            try:
-                return (name, *bracket(name, prof, query))
-            except _BUILD_ERRORS as exc:
-                logger.debug("auto: %s accountant failed at query time: %s", name, exc)
-                return (name, *trivial(query))
+        shape, flat = query.shape, query.reshape(-1)
 
-        rows: list[tuple[str, np.ndarray, np.ndarray]] = []
+        def row(name: str, prof: PrivacyProfile, mask: np.ndarray):
+            low, up = trivial(flat)
+            if mask.any():
+                try:
+                    sub_low, sub_up = bracket(name, prof, flat[mask], mask)
+                    low, up = np.array(low, dtype=float), np.array(up, dtype=float)
+                    low[mask], up[mask] = np.reshape(sub_low, -1), np.reshape(sub_up, -1)
+                except _BUILD_ERRORS as exc:
+                    logger.debug("auto: %s accountant failed at query time: %s", name, exc)
+            return name, low, up
+
+        everywhere = np.ones(flat.shape, bool)
+        rows: list[tuple[str, np.ndarray, np.ndarray]] = [row(name, prof, everywhere)
+                                                          for name, prof in self._profiles(self.first)]
+        open_ = ~settled(rows) if rows else everywhere
         earlier: list[LazyMember] = []
         skipped = False
         for i, tier in enumerate(tiers):
+            if not open_.any():
+                break
             if skip_below_hint and i == 0 and len(tiers) > 1:
                 # A member answers eps(delta) only above its floor (at least its hint): one that would
                 # answer at no point asked is not built (e.g. PRV built for delta 1e-5, asked eps(1e-10)).
-                unused = [m for m in tier if not m.built and np.all(query <= m.floor_hint)]
+                unused = [m for m in tier if not m.built and np.all(flat[open_] <= m.floor_hint)]
                 if unused:
                     tier = [m for m in tier if m not in unused]
-                    rows.extend(row(name, prof) for name, prof in self._profiles(tier))
+                    rows.extend(row(name, prof, open_) for name, prof in self._profiles(tier))
                     earlier.extend(tier)
                     skipped = True  # the next tier answers everywhere
                     continue
             if earlier:
-                complete = bool(rows) and not skipped and all(m.get() is not None for m in earlier)
+                complete = len(rows) > len(self.first) and not skipped and all(m.get() is not None for m in earlier)
                 skipped = False
-                needed = near_floor(query, rows, self._floor(earlier), i) if complete else np.ones(query.shape, bool)
+                needed = (near_floor(flat, rows, self._floor(earlier), i) if complete else everywhere) & open_
                 if not np.any(needed):
                     break
-                t_low, t_up = trivial(query)
-                for name, prof in self._profiles(tier):
-                    _, low, up = row(name, prof)
-                    rows.append((name, np.where(needed, low, t_low), np.where(needed, up, t_up)))
+                rows.extend(row(name, prof, needed) for name, prof in self._profiles(tier))
             else:
-                rows.extend(row(name, prof) for name, prof in self._profiles(tier))
+                rows.extend(row(name, prof, open_) for name, prof in self._profiles(tier))
             earlier.extend(tier)
         if not rows:
             raise CertificationError("no accountant could build a profile of this mechanism: "
                                      + "; ".join(f"{m.name}: {m.failure}" for m in self.members))
         names, lows, ups = zip(*rows)
-        return list(names), np.stack([np.asarray(x, dtype=float) for x in lows]), \
-            np.stack([np.asarray(x, dtype=float) for x in ups])
+        return list(names), np.stack([np.asarray(x, dtype=float).reshape(shape) for x in lows]), \
+            np.stack([np.asarray(x, dtype=float).reshape(shape) for x in ups])
 
     @staticmethod
     def _best(table) -> tuple[np.ndarray, np.ndarray]:
@@ -261,8 +277,11 @@ class PointwiseMinCurve(DirectionalCurve):
         def near_floor(q, rows, floor, i):
             margin = _DELTA_MARGINS[min(i, len(_DELTA_MARGINS)) - 1]
             return np.min([r[2] for r in rows], axis=0) <= margin * floor if margin > 0 else np.zeros(q.shape, bool)
-        return self._table(self.delta_tiers, e, lambda name, prof, q: prof.delta_bounds(q), lambda q: (np.zeros(q.shape), np.ones(q.shape)),
-                           near_floor)
+        def settled(rows):  # delta = 0 (e.g. beyond the pure epsilon): no member can say less
+            return np.min([r[2] for r in rows], axis=0) <= 0.0
+
+        return self._table(self.delta_tiers, e, lambda name, prof, q, mask: prof.delta_bounds(q),
+                           lambda q: (np.zeros(q.shape), np.ones(q.shape)), near_floor, settled)
 
     def delta_bounds(self, eps):
         return self._best(self._delta_table(np.asarray(eps, dtype=float)))
@@ -300,15 +319,22 @@ class PointwiseMinCurve(DirectionalCurve):
         direction's eps(delta); where this direction's upper bound is at or below it, the max over
         directions does not depend on this direction: its members only check that (``_eps_of``), and
         no later tier refines it."""
+        above = None if decided_above is None else np.broadcast_to(decided_above, d.shape).reshape(-1)
+
         def needs_next(q, rows, floor, i):
             needed = self._eps_needs_next(q, rows, floor, i)
-            if decided_above is not None:
-                needed &= np.min([r[2] for r in rows], axis=0) > decided_above
+            if above is not None:
+                needed &= np.min([r[2] for r in rows], axis=0) > above
             return needed
 
-        return self._table(self.eps_tiers, d, lambda name, prof, q: self._eps_of(name, prof, q, decided_above),
-                           lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
-                           needs_next, skip_below_hint=True)
+        def settled(rows):  # eps = 0 proven (e.g. a record almost never sampled): no member can say less
+            return np.min([r[2] for r in rows], axis=0) <= np.maximum(np.max([r[1] for r in rows], axis=0), 0.0)
+
+        def bracket(name, prof, q, mask):
+            return self._eps_of(name, prof, q, None if above is None else above[mask])
+
+        return self._table(self.eps_tiers, d, bracket, lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
+                           needs_next, settled, skip_below_hint=True)
 
     @staticmethod
     def _eps_needs_next(q, rows, floor, i) -> np.ndarray:
@@ -394,20 +420,27 @@ class Auto(Accountant):
     #: Members by tier (after ``exact``, which answers alone when it supports the mechanism). delta(eps)
     #: queries come in large vectors (plots, selection bounds): the vectorised small-delta PRV first,
     #: CF (per-point saddle points) last. eps(delta) queries are few: CF and the small-delta PRV together.
-    delta_tiers = (("prv", "rdp"), ("prv(small delta)",), ("cf",))
-    eps_tiers = (("prv", "rdp"), ("cf",), ("prv(small delta)",))
+    #: Evaluated first at every point, in microseconds (never built otherwise): the closed-form pure- and
+    #: approximate-DP composition bounds and RDP. A point they settle exactly (delta = 0 beyond the pure
+    #: epsilon, eps = 0) is asked of no other member.
+    first = ("closed", "rdp")
+    delta_tiers = (("prv",), ("prv(small delta)",), ("cf",))
+    eps_tiers = (("prv",), ("cf",), ("prv(small delta)",), ("cf(fine)",))
     #: From this many compositions on, PRV's grid (which grows with the count) costs more than CF
     #: (whose cost barely does): CF answers first, and the PRV profiles are the fallback tier.
-    many_compositions = (("cf", "rdp"), ("prv", "prv(small delta)"))
+    many_compositions = (("cf",), ("prv", "prv(small delta)"), ("cf(fine)",))
     #: eps(delta) queries from 1e3 compositions on (and for closed-form mechanisms): PRV's grid (and build time) grows with the count
     #: (DP-SGD, 14063 steps: 0.8 s), CF's per-query cost does not (0.2 s, and its relative precision
     #: makes it the tighter of the two there); the PRVs join where CF's bracket is loose or near its floor.
-    eps_tiers_many = (("cf", "rdp"), ("prv",), ("prv(small delta)",))
+    eps_tiers_many = (("cf",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
     #: eps(delta) queries where a record takes part in fewer than one step on average: the composed phi
     #: barely decays, so CF's grids are long (10-20 s for 1-10 steps at q <= 0.01, and its bracket is
     #: loose), while the small-delta PRV takes 0.01-0.3 s: the small-delta PRV first, CF where its
     #: bracket is loose.
-    eps_tiers_few = (("prv", "rdp"), ("prv(small delta)",), ("cf",))
+    eps_tiers_few = (("prv",), ("prv(small delta)",), ("cf",), ("cf(fine)",))
+    #: delta(eps) queries of a purely atomic mechanism (randomized response, pure DP, subsampled or not):
+    #: CF's answer is an exact sum over the enumerated atoms (vectorised over eps), so it comes first.
+    delta_tiers_atomic = (("cf",), ("prv",), ("prv(small delta)",))
 
     def __init__(self, **options: Any) -> None:
         self.options = options
@@ -421,6 +454,11 @@ class Auto(Accountant):
         small = dict(per["prv"], target_delta=min(_SMALL_TARGET, per["prv"].get("target_delta", 1.0)))
         small.pop("delta_error", None)
         self._members["prv(small delta)"] = get_accountant("prv", **small)
+        # CF at its own default work cap, where the capped CF above leaves a loose bracket (few subsampled
+        # steps at small delta: 560 steps at q = 0.0017, delta = 1e-14, bracket [0.14, 1.75] -> [0.9586, 0.9588]).
+        fine = {**per["cf"], "max_work": max(_CF_FINE_MAX_WORK, per["cf"]["max_work"])}
+        self._members["cf(fine)"] = get_accountant("cf", **fine)
+        self._members["closed"] = ClosedBounds()
 
     def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
         reasons = {name: acc.supports(mechanism) for name, acc in self._members.items()}
@@ -435,8 +473,9 @@ class Auto(Accountant):
         lazy = {name: self._lazy(name, mechanism) for name in usable}
 
         def tiers(names_by_tier: tuple[tuple[str, ...], ...]) -> list[list[LazyMember]]:
-            if "prv" not in usable:  # no PRV: every supported accountant at once
-                names_by_tier = (tuple(dict.fromkeys(sum(names_by_tier, ()))),)
+            if "prv" not in usable:  # no PRV: every supported accountant at once (the fine CF last)
+                merged = tuple(dict.fromkeys(n for n in sum(names_by_tier, ()) if n != "cf(fine)"))
+                names_by_tier = (merged, ("cf(fine)",))
             return [[lazy[name] for name in tier if name in lazy] for tier in names_by_tier]
 
         compositions = sum(count for _, count in mechanism.components())
@@ -449,8 +488,11 @@ class Auto(Accountant):
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers_few)
         else:
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers)
+        if "cf" in usable and compositions < _CF_FIRST_FROM and self._members["cf"].atomic(mechanism):
+            delta_tiers = tiers(self.delta_tiers_atomic)
+        first = [lazy[name] for name in self.first if name in lazy]
         directions = ("both",) if mechanism.is_symmetric else ("remove", "add")
-        curves = tuple(PointwiseMinCurve(delta_tiers, eps_tiers, direction) for direction in directions)
+        curves = tuple(PointwiseMinCurve(delta_tiers, eps_tiers, direction, first) for direction in directions)
         names = tuple(m.name for m in curves[0].members)
         return MinProfile(curves=curves, accountant="auto", mechanism=mechanism,
                           description="pointwise best of " + ", ".join(names),

@@ -337,7 +337,11 @@ class _SubsampledComponent(_Component):
 
     def __init__(self, loss, count, accountant):
         super().__init__(loss, count, accountant)
-        probe = loss.continuous_quadrature(1.0, 0.0)
+        try:
+            probe = loss.continuous_quadrature(1.0, 0.0)
+        except ValueError as exc:  # the rule itself refuses: more nodes than it may allocate
+            raise CertificationError(f"cf accountant: one subsampled step ({loss!r}): {exc}; the closed-form and "
+                                     "RDP bounds answer this regime (accountant='auto')") from None
         if probe.nodes.size > MAX_QUADRATURE_NODES:  # the cost estimate, before any phi grid is filled
             raise CertificationError(
                 f"cf accountant: one subsampled step ({loss!r}) needs {probe.nodes.size} quadrature nodes "

@@ -63,7 +63,7 @@ import scipy.fft
 from ... import _validation as check
 from ...mechanisms import Mechanism
 from ..plrv import PrivacyLoss, UnsupportedMechanismError, composed_losses
-from ..profile import DirectionalCurve, ErrorBudget, PrivacyProfile
+from ..profile import CertificationError, DirectionalCurve, ErrorBudget, PrivacyProfile
 
 __all__ = ["PRVAccountant", "PRVCurve", "prv_profile", "UnsupportedMechanismError"]
 
@@ -763,6 +763,11 @@ def _planned_mesh(components, tails: Sequence[_Tails], eps_target: float, eta0: 
     plus the mean-error bound) is ~98.5% of the target."""
     total = sum(k for _, k in components)
     variations = [k * loss.continuous_variation() / 8 / (1.0 - loss.inf_mass) for loss, k in components]
+    if not all(math.isfinite(v) for v in variations):
+        raise CertificationError("the PRV accountant cannot bound the discretisation error: the density of a "
+                                 "step's privacy loss has no finite variation bound in doubles (a base whose loss "
+                                 "exceeds ~700, e.g. Laplace with a tiny scale); accountant='auto' answers it from "
+                                 "the closed-form bounds")
 
     def width(h: float, with_bias: bool = True) -> float:
         variance = 0.0

@@ -257,6 +257,7 @@ class PointwiseMinCurve(DirectionalCurve):
                 rows.extend(row(name, prof, needed) for name, prof in self._profiles(tier))
             else:
                 rows.extend(row(name, prof, open_) for name, prof in self._profiles(tier))
+                skipped = False
             earlier.extend(tier)
         if not rows:
             raise CertificationError("no accountant could build a profile of this mechanism: "

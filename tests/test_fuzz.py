@@ -621,3 +621,46 @@ def test_bug_prv_grid_refinement_with_atoms(m):
     lower, upper = ps.privacy_profile(m, accountant="prv").epsilon_bounds(1e-5)
     cf_lower, cf_upper = ps.privacy_profile(m, accountant="cf").epsilon_bounds(1e-5)
     assert lower <= cf_upper and cf_lower <= upper and upper - lower < 0.05
+
+
+# -- accounting reproducers of the held-out sweep: bounded work, the library's own errors ----------------
+
+
+def test_bug_cf_atoms_of_a_trillion_laplace_steps_are_not_allocated():
+    """CF enumerated all 1e12 + 1 binomial atoms of Laplace(2) composed 1e12 times (MemoryError, 7.28 TiB).
+    Now a window of max_atoms is kept and the binomial tail outside it is added to the upper bound.
+    The composition is essentially not private: delta(3) is 1 to many digits."""
+    with bounded():
+        value = ps.privacy_profile(ps.Laplace(2.0).compose(10**12), accountant="cf").delta(3.0)
+    assert 0.999 <= value <= 1.0
+
+
+def test_bug_prv_overflow_on_a_huge_base_loss_is_a_certification_error():
+    """PRV raised OverflowError bounding the density variation of Laplace(1e-12) subsampled at 1e-300.
+    Now it declines with CertificationError; auto answers from the closed-form bounds (a record is in
+    the sample with probability 1e-300, so delta(0) <= 1e-300: eps = 0), and delta > 1 is a clear error."""
+    mechanism = ps.PoissonSubsampled(ps.Laplace(1e-12), 1e-300)
+    with bounded(), pytest.raises(ps.CertificationError, match="PRV"):
+        ps.privacy_profile(mechanism, accountant="prv")
+    with bounded():
+        assert ps.privacy_profile(mechanism).epsilon(0.5) == 0.0
+        ok, exc = attempt(lambda: ps.privacy_profile(mechanism).epsilon(1.000000000000001), "delta")
+    assert not ok
+
+
+@pytest.mark.parametrize("call", [
+    lambda: ps.privacy_profile(ps.SampledWithoutReplacement(ps.Gaussian(0.00247), 1e-200).compose(10**6)).epsilon(6.5e-7),
+    lambda: ps.certify(ps.SampledWithoutReplacement(ps.Gaussian(0.4616), 0.2553), ps.Binomial(n=2, p=1e-6),
+                       1.7e-6).epsilon,
+    lambda: ps.privacy_profile(ps.dpsgd(noise_multiplier=1e6, sample_rate=256 / 60000, epochs=60)).epsilon(1e-5),
+    lambda: ps.privacy_profile(ps.dpsgd(noise_multiplier=1e-6, sample_rate=256 / 60000, epochs=60)).epsilon(1e-5),
+], ids=["wor-rate-1e-200", "certify-binomial-wor", "sigma-1e6", "sigma-1e-6"])
+def test_bug_accounting_hangs_and_warnings_at_the_extremes(call):
+    """Each of these took 50-200 s (or hung) and some printed numpy RuntimeWarnings; the closed-form and
+    RDP members answer them now. A warning is an error here."""
+    import warnings
+
+    with bounded(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = call()
+    assert_epsilon(value)

@@ -167,9 +167,13 @@ class PointwiseMinCurve(DirectionalCurve):
 
     @property
     def error_budget(self) -> ErrorBudget:  # type: ignore[override]
-        built = [m for m in self.members if m._profile is not None or m in self.delta_tiers[0]]
+        built = [m for m in self.members if m._profile is not None or m in self.first]
         budgets = []
         for name, p in self._profiles(built):
+            # a budget computed at reference points (CF: seconds of grids) is left out until it is known:
+            # the minimum over fewer members is larger, so still a valid budget
+            if not all(c.error_budget_known for c in p.curves):
+                continue
             try:
                 budgets.append((name, p.error_budget))
             except _BUILD_ERRORS:

@@ -1149,6 +1149,10 @@ class CFCurve(DirectionalCurve):
     # -- error budget ----------------------------------------------------------------------------
 
     @property
+    def error_budget_known(self) -> bool:
+        return self._budget is not None
+
+    @property
     def error_budget(self) -> ErrorBudget:  # type: ignore[override]
         if self._budget is None:
             self._budget = self._reference_budget()

@@ -9,31 +9,30 @@ query from every member that can certify it and records which member gave the an
 Which accountants run (chosen cheaply, never all of them blindly):
 
 1. ``exact`` if it supports the mechanism (its profile is the truth up to rounding; alone).
-2. otherwise, in tiers, each built on first use by a query that the earlier tiers answer only
-   at or near their floating-point floor (or everywhere, if an earlier member could not be built):
+2. otherwise ``closed`` (`closed`: pure- and approximate-DP composition of amplified steps) and
+   ``rdp`` answer every point first, in microseconds; a point they settle exactly (delta = 0, eps = 0)
+   is asked of no other member. Then, in tiers, each built on first use by a query that the earlier
+   tiers answer loosely or at or near their floating-point floor (or everywhere, if an earlier member
+   could not be built):
 
-   - ``prv`` (fast, accurate at moderate delta) and ``rdp`` (cheap, answers every delta: the
-     safety net);
+   - ``prv`` (fast, accurate at moderate delta);
    - a second ``prv`` profile composed for tiny deltas (target 1e-12, floor ~1e-13);
-   - ``cf`` (relative precision at any delta; slowest).
+   - ``cf`` (relative precision at any delta), and last ``cf(fine)``, CF at its own work cap, where
+     the capped CF's bracket is loose.
 
-   delta(eps) queries (large vectors: plots, selection bounds, dominating pairs) use the first two
-   tiers, and CF only where a PRV could not be built; eps(delta) queries (a few points, and the
-   tightness that certificates need) use CF next and the small-delta PRV last, where CF's
-   bracket is loose (wider than 0.4% + 4e-6) or CF cannot certify. An accountant whose floor is
-   known in advance to lie above every delta asked is not built. From 1e3 compositions on, CF
-   (whose cost barely grows with the count) and RDP answer eps(delta) first, then PRV, then the
-   small-delta PRV; from 1e5 on, delta(eps) queries too, the two PRVs only as fallback. Where
-   every component's characteristic function has a closed form (no subsampling: compositions of
-   Laplace, randomized response, ...), CF answers eps(delta) first at any count: a query costs
-   milliseconds and CF's bracket is the narrowest. Where a record takes part in fewer than one
+   eps(delta) queries: CF before the small-delta PRV. From 1e3 compositions on, and for closed-form or
+   purely atomic mechanisms, CF answers first (eps(delta) and delta(eps)): a query costs milliseconds
+   to a few tenths of a second and its bracket is the narrowest; the PRVs join where it is loose. From
+   1e5 compositions on, the two PRVs are the fallback tier. Where a record takes part in fewer than one
    step on average (sum of count x sampling rate < 1), the small-delta PRV comes before CF for
    eps(delta): the composed characteristic function barely decays, so CF's grids are long.
    A direction after the first is refined by later tiers only where it can decide the max over
    directions (``MinProfile._eps_tables``).
 
-   "Near" means: for delta(eps), the best upper delta is within 1e3 of the floor; for
-   eps(delta), delta is within 10 of it. Without PRV, every supported accountant runs at once.
+   "Near" or "loose" means: for delta(eps), the best upper delta is within 1e3 of the floor or the
+   bracket is wider than 0.5% of it (a member is not asked below 100x its floor hint); for eps(delta),
+   delta is within 10 of the floor or the bracket is wider than 0.4% + 4e-6. Without PRV, every
+   supported accountant runs at once (the fine CF after them).
 
 A query is refused only if no accountant supports the mechanism.
 """

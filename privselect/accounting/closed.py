@@ -194,14 +194,16 @@ class ClosedCurve(DirectionalCurve):
         if math.isfinite(self.pure):
             hi[:] = max(self.pure, _TINY)
         never = np.zeros(d.shape, bool)
-        for _ in range(1100):  # doubling up to the double range
+        lo = np.zeros(d.shape)
+        for _ in range(300):  # steps of 16 up to the double range: upper(lo) > delta >= upper(hi)
             bad = (self._upper(hi) > d) & ~never
             if not bad.any():
                 break
-            hi[bad] *= 2.0
+            lo = np.where(bad, hi, lo)
+            with np.errstate(over="ignore"):
+                hi = np.where(bad, hi * 16.0, hi)
             never |= ~np.isfinite(hi)
-        lo = np.zeros(d.shape)
-        ok0 = self._upper(lo) <= d
+        ok0 = (lo == 0) & (self._upper(lo) <= d)
         hi = np.where(ok0, 0.0, hi)
         for _ in range(200):
             mid = 0.5 * (lo + hi)

@@ -724,7 +724,8 @@ def _bennett_width(variance: float, bound: float, eta_side: float) -> float:
     if variance <= 0:
         return 0.0
     # -log(eta) rather than log(1/eta): 1/eta overflows for subnormal eta.
-    c = bound * bound / variance * -math.log(eta_side)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # overflow -> inf: handled below
+        c = bound * bound / variance * -math.log(eta_side)
     if not (math.isfinite(c) and math.isfinite(variance) and math.isfinite(bound)):
         return math.inf  # Bennett's bound is not computable in double precision: not used
     phi = lambda u: (1 + u) * math.log1p(u) - u - c  # noqa: E731

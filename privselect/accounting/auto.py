@@ -83,7 +83,13 @@ _EPS_LOOSE_REL, _EPS_LOOSE_ABS = 0.004, 4e-6
 #: brings the PRVs in). The relative delta precision: 1e-6 moves eps by about 1e-6 / v, far below the
 #: 0.4% above, and a 200-fold Laplace needs a 2,000-point grid instead of the 131,072-point cap (0.05 s
 #: instead of 0.25 s; the same eps to 7 digits).
-_CF_OPTIONS = {"max_work": 2e7, "rel_tol": 1e-6}
+#: The quadrature cap: a subsampled Gaussian with noise below ~0.035 (mu = 1/sigma above ~28; 2e4 nodes per
+#: phi value) took 15-35 s in CF for a bracket like [12, 27376]: CF declines there, and the closed-form
+#: bounds, RDP and PRV answer (CF alone: 2^19 nodes).
+_CF_OPTIONS = {"max_work": 2e7, "rel_tol": 1e-6, "max_quadrature_nodes": 1 << 14}
+#: PRV's FFT size cap inside auto (PRV alone: 2^24): 66 subsampled Laplace steps at delta 1e-21 needed
+#: 1.2e7 points per direction and 25-32 s to build; past 2^22 PRV declines and the other members answer.
+_PRV_MAX_POINTS = 1 << 22
 #: Compositions from which CF runs before PRV (``Auto.many_compositions``).
 _CF_FIRST_FROM = 100_000
 #: Compositions from which CF answers eps(delta) queries before PRV (``Auto.eps_tiers_many``).
@@ -473,6 +479,7 @@ class Auto(Accountant):
         self.options = options
         per = {name: dict(options.get(name) or {}) for name in self.order}
         per["prv"].update({key: value for key, value in options.items() if key not in self.order})
+        per["prv"].setdefault("max_points", _PRV_MAX_POINTS)
         per["cf"] = {**_CF_OPTIONS, **per["cf"]}
         self._members = {name: get_accountant(name, **per[name]) for name in self.order}
         # Below the floor of the PRV profile built for target_delta (default 1e-5, floor ~1e-8), a

@@ -118,13 +118,9 @@ def _(mechanism: Laplace):
     return _laplace_delta(mechanism.epsilon), mechanism.epsilon
 
 
-@_base.register
-def _(mechanism: RandomizedResponse):
-    return _rr_delta(mechanism.epsilon), mechanism.epsilon
-
-
-@_base.register
-def _(mechanism: PureDP):
+@_base.register(RandomizedResponse)
+@_base.register(PureDP)
+def _(mechanism):
     return _rr_delta(mechanism.epsilon), mechanism.epsilon
 
 

@@ -120,10 +120,6 @@ MIN_DELTA = 1e-250
 #: Damping values v = Im(-z) of the integration lines: 2^(j/4), 1e-3 .. 2e6.
 _V = 2.0 ** (np.arange(-40, 85) / 4.0)
 _CHUNK = 1 << 21  # elements per temporary (u x nodes, eps x u) array
-#: Cap on the quadrature nodes of one subsampled step's phi at v = 1 (the cost estimate made before
-#: building): a Gaussian base with mu = 1/sigma needs about 20 mu^2 of them (mu = 100: 2.2e5; mu = 160:
-#: 5e5), and every phi value on every integration line costs that many complex exponentials.
-MAX_QUADRATURE_NODES = 1 << 19
 
 
 def _log_c(w: np.ndarray) -> np.ndarray:
@@ -342,10 +338,11 @@ class _SubsampledComponent(_Component):
         except ValueError as exc:  # the rule itself refuses: more nodes than it may allocate
             raise CertificationError(f"cf accountant: one subsampled step ({loss!r}): {exc}; the closed-form and "
                                      "RDP bounds answer this regime (accountant='auto')") from None
-        if probe.nodes.size > MAX_QUADRATURE_NODES:  # the cost estimate, before any phi grid is filled
+        cap = self.options.max_quadrature_nodes
+        if probe.nodes.size > cap:  # the cost estimate, before any phi grid is filled
             raise CertificationError(
                 f"cf accountant: one subsampled step ({loss!r}) needs {probe.nodes.size} quadrature nodes "
-                f"per phi value (> {MAX_QUADRATURE_NODES}): the base's privacy loss is too large (tiny noise); "
+                f"per phi value (> max_quadrature_nodes={cap}): the base's privacy loss is too large (tiny noise); "
                 "the closed-form and RDP bounds answer this regime (accountant='auto')")
         self.has_continuous = probe.nodes.size > 0
         self.quadrature = self.has_continuous
@@ -395,7 +392,9 @@ class _SubsampledComponent(_Component):
         if not alias0 < 0.5:
             return np.full(np.shape(u), np.inf)
         mass = (float(fine[0].real) + float(np.atleast_1d(rounding)[0]) + trunc) / (1 - alias0)
-        return alias * mass + trunc
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflowing bound is +inf (valid, useless)
+            out = alias * mass + trunc
+        return np.where(np.isnan(out), np.inf, out)
 
     def log_continuous_mgf(self, v):
         v = np.asarray(v, dtype=float)
@@ -1281,6 +1280,11 @@ class CFAccountant:
     max_atoms:
         Cap on enumerated atoms of purely atomic parts; lighter atoms are dropped and their
         mass is added to the upper bound.
+    max_quadrature_nodes:
+        Cap on the quadrature nodes of one subsampled step's phi at v = 1, checked when the profile is
+        built (the cost estimate): past it the accountant declines with ``CertificationError``. A
+        Gaussian base with mu = 1/sigma needs about 20 mu^2 of them (mu = 30: 2e4; mu = 100: 2.2e5),
+        and every phi value on every integration line costs that many complex exponentials.
     max_work:
         Cap on (grid points x quadrature nodes) per integration line for subsampled
         mechanisms; beyond it the grid is shortened and the certified truncation error grows
@@ -1299,6 +1303,7 @@ class CFAccountant:
     quadrature_safety: float = 10.0
     max_atoms: int = 1_000_000
     max_work: float = 2e8
+    max_quadrature_nodes: int = 1 << 19
 
     def __post_init__(self) -> None:
         tol = check.positive("rel_tol", self.rel_tol)
@@ -1317,6 +1322,10 @@ class CFAccountant:
         if atoms < 1000:
             raise ValueError(f"max_atoms must be >= 1000, got {self.max_atoms!r}")
         object.__setattr__(self, "max_atoms", atoms)
+        nodes = check.positive_int("max_quadrature_nodes", self.max_quadrature_nodes)
+        if nodes < 1024:
+            raise ValueError(f"max_quadrature_nodes must be >= 1024, got {self.max_quadrature_nodes!r}")
+        object.__setattr__(self, "max_quadrature_nodes", nodes)
         work = check.positive("max_work", self.max_work)
         if work < 1e6:
             raise ValueError(f"max_work must be >= 1e6, got {self.max_work!r}")
@@ -1339,6 +1348,7 @@ class CFAccountant:
             ("quadrature_safety", self.quadrature_safety),
             ("max_atoms", self.max_atoms),
             ("max_work", self.max_work),
+            ("max_quadrature_nodes", self.max_quadrature_nodes),
             ("inversion", "shifted contour, saddle-point damping (accounting-cf.md §7)"),
         )
         return PrivacyProfile(

@@ -164,7 +164,9 @@ class ClosedCurve(DirectionalCurve):
         self.steps = steps
         self.count = float(sum(k for _, k in steps))
         self.pure = pure_epsilon_total(steps)
-        self.error_budget = ErrorBudget(details=(("closed_form", 0.0), ("pure_epsilon", self.pure)))
+        # upper bounds only: the bracket [0, upper] has no bounded width
+        self.error_budget = ErrorBudget(eps_error=math.inf, delta_error=math.inf,
+                                        details=(("closed_form", 0.0), ("pure_epsilon", self.pure)))
 
     def _upper(self, eps: np.ndarray) -> np.ndarray:
         e = np.asarray(eps, dtype=float)

@@ -107,6 +107,13 @@ class CF(Accountant):
 
         return closed_form(mechanism)
 
+    def atomic(self, mechanism: Mechanism) -> bool:
+        """Whether every component's privacy loss is purely atomic (``cf.atomic``): delta(eps) is then
+        an exact sum over atoms, cheap for long eps vectors."""
+        from .cf import atomic
+
+        return atomic(mechanism)
+
     def sampled_steps(self, mechanism: Mechanism) -> float:
         """Expected number of steps in which a record takes part (``cf.sampled_steps``): below about
         1, CF's grids are long and its bracket loose."""

@@ -654,7 +654,8 @@ class SubsampledLoss(PrivacyLoss):
         """TV of the untilted density (`_log_continuous_tv` at v = 0); 0 for atomic bases."""
         if self._base_continuous() is None:
             return 0.0
-        return math.exp(self._log_continuous_tv(0.0))
+        log_tv = self._log_continuous_tv(0.0)
+        return math.exp(log_tv) if log_tv < 709.0 else math.inf  # a valid (if useless) bound
 
     def log_fourier_envelope(self, v, u):
         """Total-variation bound TV(w) / |u| (see `_log_continuous_tv`).

@@ -102,6 +102,11 @@ class DirectionalCurve(ABC):
         return self.delta_bounds(eps)[1]
 
     @property
+    def error_budget_known(self) -> bool:
+        """False where ``error_budget`` would first have to be computed at reference points (seconds)."""
+        return True
+
+    @property
     def min_delta(self) -> float:
         """Smallest delta this curve certifies (``error_budget.min_delta``; curves whose budget is
         costly to compute override this with the constant)."""

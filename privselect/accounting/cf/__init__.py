@@ -109,7 +109,7 @@ from ..plrv import (
     UnsupportedMechanismError,
     composed_losses,
 )
-from ..profile import DirectionalCurve, ErrorBudget, PrivacyProfile
+from ..profile import CertificationError, DirectionalCurve, ErrorBudget, PrivacyProfile
 
 __all__ = ["CFAccountant", "CFCurve", "cf_profile", "MIN_DELTA"]
 
@@ -333,7 +333,17 @@ class _SubsampledComponent(_Component):
 
     def __init__(self, loss, count, accountant):
         super().__init__(loss, count, accountant)
-        probe = loss.continuous_quadrature(1.0, 0.0)
+        try:
+            probe = loss.continuous_quadrature(1.0, 0.0)
+        except ValueError as exc:  # the rule itself refuses: more nodes than it may allocate
+            raise CertificationError(f"cf accountant: one subsampled step ({loss!r}): {exc}; the closed-form and "
+                                     "RDP bounds answer this regime (accountant='auto')") from None
+        cap = self.options.max_quadrature_nodes
+        if probe.nodes.size > cap:  # the cost estimate, before any phi grid is filled
+            raise CertificationError(
+                f"cf accountant: one subsampled step ({loss!r}) needs {probe.nodes.size} quadrature nodes "
+                f"per phi value (> max_quadrature_nodes={cap}): the base's privacy loss is too large (tiny noise); "
+                "the closed-form and RDP bounds answer this regime (accountant='auto')")
         self.has_continuous = probe.nodes.size > 0
         self.quadrature = self.has_continuous
         # proven quadrature error (Gaussian base: trapezoid aliasing bound) or only an estimate
@@ -382,7 +392,9 @@ class _SubsampledComponent(_Component):
         if not alias0 < 0.5:
             return np.full(np.shape(u), np.inf)
         mass = (float(fine[0].real) + float(np.atleast_1d(rounding)[0]) + trunc) / (1 - alias0)
-        return alias * mass + trunc
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflowing bound is +inf (valid, useless)
+            out = alias * mass + trunc
+        return np.where(np.isnan(out), np.inf, out)
 
     def log_continuous_mgf(self, v):
         v = np.asarray(v, dtype=float)
@@ -531,7 +543,8 @@ class _Direction:
             loc, logp, rel = np.zeros(1), np.zeros(1), 0.0
             pruned = -np.inf
             for c in self.parts:
-                cl, cp, cr = _power_atoms(c.atom_loc, c.atom_logp, c.count)
+                cl, cp, cr, cut = _power_atoms(c.atom_loc, c.atom_logp, c.count, self.options.max_atoms)
+                pruned = np.logaddexp(pruned, cut)  # every mass is <= 1: the cut mass bounds its products
                 loc = (loc[:, None] + cl[None, :]).reshape(-1)
                 logp = (logp[:, None] + cp[None, :]).reshape(-1)
                 rel = rel + cr + 4 * _EPS
@@ -914,22 +927,38 @@ def _gap(log_bound: float, target: float) -> float:
     return max(float(np.logaddexp(0.0, -x)), 1e-3)
 
 
-def _power_atoms(loc: np.ndarray, logp: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """Atoms of the k-fold convolution of a law with one or two atoms; (loc, log mass, rel. error)."""
+def _power_atoms(loc: np.ndarray, logp: np.ndarray, k: int,
+                 max_atoms: int) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Atoms of the k-fold convolution of a law with one or two atoms; (loc, log mass, rel. error,
+    log of the mass left out).
+
+    At most ``max_atoms`` atoms are enumerated (checked before allocating): beyond that, the window of
+    binomial counts around the mean is kept and the mass outside it (a binomial tail, from scipy's
+    regularised incomplete beta function, raised by a relative 1e-9) is returned to be added to the
+    upper bound (Laplace(2) composed 1e12 times: a 1e6-atom window instead of a 7 TiB array).
+    """
     if loc.size == 1:
-        return np.array([k * loc[0]]), np.array([k * logp[0]]), 4 * _EPS * (1 + k * abs(logp[0]))
+        return np.array([k * loc[0]]), np.array([k * logp[0]]), 4 * _EPS * (1 + k * abs(logp[0])), -math.inf
     if loc.size != 2:
         raise UnsupportedMechanismError("the cf accountant composes laws with at most two finite atoms")
     total = float(np.logaddexp(logp[0], logp[1]))
     p_hi = math.exp(logp[1] - total)
     from scipy import stats  # lazily: importing scipy.stats costs ~1 s, only atomic laws need it
 
-    j = np.arange(k + 1)
+    cut = -math.inf
+    if k + 1 <= max_atoms:
+        j = np.arange(k + 1, dtype=float)
+    else:
+        start = int(min(max(0.0, round(k * p_hi - max_atoms / 2)), k + 1 - max_atoms))
+        j = start + np.arange(max_atoms, dtype=float)
+        with np.errstate(divide="ignore"):
+            outside = np.logaddexp(stats.binom.logcdf(start - 1, k, p_hi), stats.binom.logsf(j[-1], k, p_hi))
+        cut = float(outside) + k * total + 1e-9 if np.isfinite(outside) else float(outside)
     with np.errstate(divide="ignore"):
         pmf = stats.binom.pmf(j, k, p_hi)
         logpmf = np.where(pmf > 1e-290, np.log(pmf), stats.binom.logpmf(j, k, p_hi))
     rel = 64 * _EPS * (1 + math.log2(k + 1)) + 8 * _EPS * (k * abs(total) + float(np.max(np.abs(logpmf))))
-    return j * loc[1] + (k - j) * loc[0], logpmf + k * total, rel
+    return j * loc[1] + (k - j) * loc[0], logpmf + k * total, rel, cut
 
 
 # ----------------------------------------------------------------------------------------
@@ -1119,6 +1148,10 @@ class CFCurve(DirectionalCurve):
     # -- error budget ----------------------------------------------------------------------------
 
     @property
+    def error_budget_known(self) -> bool:
+        return self._budget is not None
+
+    @property
     def error_budget(self) -> ErrorBudget:  # type: ignore[override]
         if self._budget is None:
             self._budget = self._reference_budget()
@@ -1181,6 +1214,15 @@ def closed_form(mechanism: Mechanism) -> bool:
                for directed, _ in readable_losses(mechanism) for loss in (directed.remove, directed.add))
 
 
+def atomic(mechanism: Mechanism) -> bool:
+    """True where every component's loss is purely atomic (randomized response, pure or approximate DP,
+    subsampled or not): delta(eps) is then an exact sum over the enumerated atoms, vectorised over eps."""
+    def is_atomic(loss: PrivacyLoss) -> bool:
+        base = loss.base if isinstance(loss, SubsampledLoss) else loss
+        return isinstance(base, TwoPointLoss)
+    return all(is_atomic(loss) for directed, _ in readable_losses(mechanism) for loss in (directed.remove, directed.add))
+
+
 def sampled_steps(mechanism: Mechanism) -> float:
     """Expected number of steps in which a given record takes part: the sum of count x sampling
     rate (rate 1 for a component that is not subsampled). Below about 1 the composed characteristic
@@ -1238,6 +1280,11 @@ class CFAccountant:
     max_atoms:
         Cap on enumerated atoms of purely atomic parts; lighter atoms are dropped and their
         mass is added to the upper bound.
+    max_quadrature_nodes:
+        Cap on the quadrature nodes of one subsampled step's phi at v = 1, checked when the profile is
+        built (the cost estimate): past it the accountant declines with ``CertificationError``. A
+        Gaussian base with mu = 1/sigma needs about 20 mu^2 of them (mu = 30: 2e4; mu = 100: 2.2e5),
+        and every phi value on every integration line costs that many complex exponentials.
     max_work:
         Cap on (grid points x quadrature nodes) per integration line for subsampled
         mechanisms; beyond it the grid is shortened and the certified truncation error grows
@@ -1256,6 +1303,7 @@ class CFAccountant:
     quadrature_safety: float = 10.0
     max_atoms: int = 1_000_000
     max_work: float = 2e8
+    max_quadrature_nodes: int = 1 << 19
 
     def __post_init__(self) -> None:
         tol = check.positive("rel_tol", self.rel_tol)
@@ -1274,6 +1322,10 @@ class CFAccountant:
         if atoms < 1000:
             raise ValueError(f"max_atoms must be >= 1000, got {self.max_atoms!r}")
         object.__setattr__(self, "max_atoms", atoms)
+        nodes = check.positive_int("max_quadrature_nodes", self.max_quadrature_nodes)
+        if nodes < 1024:
+            raise ValueError(f"max_quadrature_nodes must be >= 1024, got {self.max_quadrature_nodes!r}")
+        object.__setattr__(self, "max_quadrature_nodes", nodes)
         work = check.positive("max_work", self.max_work)
         if work < 1e6:
             raise ValueError(f"max_work must be >= 1e6, got {self.max_work!r}")
@@ -1296,6 +1348,7 @@ class CFAccountant:
             ("quadrature_safety", self.quadrature_safety),
             ("max_atoms", self.max_atoms),
             ("max_work", self.max_work),
+            ("max_quadrature_nodes", self.max_quadrature_nodes),
             ("inversion", "shifted contour, saddle-point damping (accounting-cf.md §7)"),
         )
         return PrivacyProfile(

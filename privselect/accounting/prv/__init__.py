@@ -63,7 +63,7 @@ import scipy.fft
 from ... import _validation as check
 from ...mechanisms import Mechanism
 from ..plrv import PrivacyLoss, UnsupportedMechanismError, composed_losses
-from ..profile import DirectionalCurve, ErrorBudget, PrivacyProfile
+from ..profile import CertificationError, DirectionalCurve, ErrorBudget, PrivacyProfile
 
 __all__ = ["PRVAccountant", "PRVCurve", "prv_profile", "UnsupportedMechanismError"]
 
@@ -724,7 +724,8 @@ def _bennett_width(variance: float, bound: float, eta_side: float) -> float:
     if variance <= 0:
         return 0.0
     # -log(eta) rather than log(1/eta): 1/eta overflows for subnormal eta.
-    c = bound * bound / variance * -math.log(eta_side)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # overflow -> inf: handled below
+        c = bound * bound / variance * -math.log(eta_side)
     if not (math.isfinite(c) and math.isfinite(variance) and math.isfinite(bound)):
         return math.inf  # Bennett's bound is not computable in double precision: not used
     phi = lambda u: (1 + u) * math.log1p(u) - u - c  # noqa: E731
@@ -763,6 +764,11 @@ def _planned_mesh(components, tails: Sequence[_Tails], eps_target: float, eta0: 
     plus the mean-error bound) is ~98.5% of the target."""
     total = sum(k for _, k in components)
     variations = [k * loss.continuous_variation() / 8 / (1.0 - loss.inf_mass) for loss, k in components]
+    if not all(math.isfinite(v) for v in variations):
+        raise CertificationError("the PRV accountant cannot bound the discretisation error: the density of a "
+                                 "step's privacy loss has no finite variation bound in doubles (a base whose loss "
+                                 "exceeds ~700, e.g. Laplace with a tiny scale); accountant='auto' answers it from "
+                                 "the closed-form bounds")
 
     def width(h: float, with_bias: bool = True) -> float:
         variance = 0.0

@@ -155,11 +155,6 @@ class PrivacyProfile:
     description: str = ""
     metadata: tuple[tuple[str, Any], ...] = field(default=())
 
-    @property
-    def method(self):
-        raise AttributeError("PrivacyProfile.method was renamed: the accountant that built the profile is "
-                             "PrivacyProfile.accountant (one name per concept, as in Certificate.accountant)")
-
     def __post_init__(self) -> None:
         if not self.curves:
             raise ValueError("a privacy profile needs at least one directional curve")

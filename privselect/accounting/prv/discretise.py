@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..plrv import PrivacyLoss
+from ..profile import CertificationError
 
 
 _U = np.finfo(float).eps / 2  # unit roundoff of IEEE double
@@ -116,8 +117,8 @@ def _discretise(loss: PrivacyLoss, count: int, h: float, tails: _Tails, max_poin
     j_hi = int(math.ceil(tails.upper / h - 0.5)) + (1 if math.isfinite(hi_support) else 0)
     n_cells = j_hi - j_lo + 1
     if n_cells > max_points:
-        raise ValueError(
-            f"one {type(loss).__name__} step needs {float(n_cells):.4g} cells of width {h:.3g} (> max_points="
+        raise CertificationError(
+            f"the PRV accountant declines: one {type(loss).__name__} step needs {float(n_cells):.4g} cells of width {h:.3g} (> max_points="
             f"{max_points}); use a larger eps_error or a smaller number of compositions")
     edges = (np.arange(j_lo, j_hi + 2) - 0.5) * h  # n_cells + 1 edges
     # the cell that holds the median goes to the sf side: where the median is an atom at the top of

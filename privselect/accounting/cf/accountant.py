@@ -62,26 +62,15 @@ class CFAccountant:
         if not 1e-15 <= tol <= 1e-2:
             raise ValueError(f"rel_tol must be in [1e-15, 1e-2], got {self.rel_tol!r}")
         object.__setattr__(self, "rel_tol", tol)
-        points = check.positive_int("max_grid_points", self.max_grid_points)
-        if points < 256:
-            raise ValueError(f"max_grid_points must be >= 256, got {self.max_grid_points!r}")
-        object.__setattr__(self, "max_grid_points", points)
-        safety = check.positive("quadrature_safety", self.quadrature_safety)
-        if safety < 1:
-            raise ValueError(f"quadrature_safety must be >= 1, got {self.quadrature_safety!r}")
-        object.__setattr__(self, "quadrature_safety", safety)
-        atoms = check.positive_int("max_atoms", self.max_atoms)
-        if atoms < 1000:
-            raise ValueError(f"max_atoms must be >= 1000, got {self.max_atoms!r}")
-        object.__setattr__(self, "max_atoms", atoms)
-        nodes = check.positive_int("max_quadrature_nodes", self.max_quadrature_nodes)
-        if nodes < 1024:
-            raise ValueError(f"max_quadrature_nodes must be >= 1024, got {self.max_quadrature_nodes!r}")
-        object.__setattr__(self, "max_quadrature_nodes", nodes)
-        work = check.positive("max_work", self.max_work)
-        if work < 1e6:
-            raise ValueError(f"max_work must be >= 1e6, got {self.max_work!r}")
-        object.__setattr__(self, "max_work", work)
+        for name, read, smallest in (("max_grid_points", check.positive_int, 256),
+                                     ("quadrature_safety", check.positive, 1),
+                                     ("max_atoms", check.positive_int, 1000),
+                                     ("max_quadrature_nodes", check.positive_int, 1024),
+                                     ("max_work", check.positive, 1e6)):
+            value = read(name, getattr(self, name))
+            if value < smallest:
+                raise ValueError(f"{name} must be >= {smallest:g}, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, value)
 
     # -- profile ---------------------------------------------------------------------------------
 

@@ -336,3 +336,14 @@ def test_auto_dpsgd_profile_has_no_seam_and_equals_its_best_member():
         alone.append(np.where(upper > 10 * floor, upper, 1.0))
     best = np.min(alone, axis=0)
     assert np.all(auto <= best * 1.01)
+
+
+def test_eps_at_the_atom_of_approximate_dp_is_bracketed_around_its_closed_form():
+    """(1, 1e-6)-DP has delta(eps) = 1e-6 for every eps >= 1, so eps(1e-6) = 1 exactly (Kairouz, Oh,
+    Viswanath 2015). There CF's upper curve (rounded up) never reaches delta: CF's lower end still comes from
+    its lower curve (it said +inf), and auto asks the next member instead of stopping at an infinite bracket."""
+    mechanism = ps.ApproxDP(1.0, 1e-6)
+    cf_lower, cf_upper = ps.privacy_profile(mechanism, accountant="cf").epsilon_bounds(1e-6)
+    assert cf_lower <= 1.0 and cf_upper == np.inf
+    lower, upper = ps.privacy_profile(mechanism).epsilon_bounds(1e-6)
+    assert lower <= 1.0 <= upper <= 1.001

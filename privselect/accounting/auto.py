@@ -374,7 +374,7 @@ class PointwiseMinCurve(DirectionalCurve):
         lows = np.max([r[1] for r in rows], axis=0)
         ups = np.min([r[2] for r in rows], axis=0)
         with np.errstate(invalid="ignore"):
-            loose = ~(ups - np.maximum(lows, 0.0) <= _EPS_LOOSE_REL * ups + _EPS_LOOSE_ABS)
+            loose = ~(ups - np.maximum(lows, 0.0) <= _EPS_LOOSE_REL * ups + _EPS_LOOSE_ABS) | ~np.isfinite(ups)
         return (q <= _EPS_FLOOR_MARGIN * floor) | loose
 
     def epsilon_bounds(self, delta):

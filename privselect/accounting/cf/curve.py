@@ -90,7 +90,9 @@ class CFCurve(DirectionalCurve):
         starts from the upper side's evaluations and usually needs few of its own.
         """
         lower_out, upper_out = np.full(delta.shape, np.inf), np.full(delta.shape, np.inf)
-        active = delta > self._dir.inf_mass
+        # at (or a rounding below) the atom at +inf the upper curve never reaches delta, but the true eps can be
+        # finite (ApproxDP(1, d) at delta = d: eps = 1), so the lower curve is inverted there too
+        active = delta >= self._dir.inf_mass * (1 - 1e-9)
         if not active.any():
             return lower_out, upper_out
         dd = delta[active]

@@ -59,6 +59,9 @@ _PUBLIC: dict[str, str] = {
     "calibrate_steps": ".selection",
     "calibrate_epochs": ".selection",
     "calibrate_k_mean": ".selection",
+    # risk
+    "risk": ".risk",
+    "Risk": ".risk",
     # errors
     "CertificationError": ".errors",
     "UnsupportedMechanismError": ".errors",

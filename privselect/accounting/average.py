@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .profile import DirectionalCurve, ErrorBudget, PrivacyProfile
+from .profile import DirectionalCurve, ErrorBudget, PrivacyProfile, known_error_budget
 
 __all__ = ["HyperparameterMixture", "AveragedCurve", "average_profile"]
 
@@ -71,14 +71,24 @@ class AveragedCurve(DirectionalCurve):
 
     def __init__(self, profiles: Sequence[PrivacyProfile], weights: np.ndarray) -> None:
         self.profiles, self.weights = tuple(profiles), np.asarray(weights, dtype=float)
-        budgets = [p.error_budget for p in self.profiles]
-        self.error_budget = ErrorBudget(
+
+    @property
+    def error_budget(self) -> ErrorBudget:  # type: ignore[override]
+        """Weighted delta errors, the largest eps error (each component's budget as known when asked: an
+        auto profile's CF member reports its budget once built, ``known_error_budget``)."""
+        budgets = [known_error_budget(p) for p in self.profiles]
+        return ErrorBudget(
             eps_error=max(b.eps_error for b in budgets),
             delta_error=float(np.dot(self.weights, [b.delta_error for b in budgets])),
             min_delta=float(np.dot(self.weights, [b.min_delta for b in budgets])),
             details=tuple((f"component {i} (weight {w:.4g}): {name}", value)
                           for i, (w, b) in enumerate(zip(self.weights, budgets)) for name, value in b.details),
         )
+
+    @property
+    def min_delta(self) -> float:
+        """Weighted floors of the components (each the largest floor of its curves), without computing budgets."""
+        return float(np.dot(self.weights, [max(c.min_delta for c in p.curves) for p in self.profiles]))
 
     def delta_bounds(self, eps):
         e = np.asarray(eps, dtype=float)

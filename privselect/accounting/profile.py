@@ -38,6 +38,7 @@ __all__ = [
     "discrete_profile",
     "ScaledShiftedCurve",
     "composed_gaussian_curve",
+    "known_error_budget",
 ]
 
 
@@ -260,6 +261,23 @@ class PrivacyProfile:
         }
 
 
+def known_error_budget(profile: "PrivacyProfile") -> ErrorBudget:
+    """``profile.error_budget``, or, where that is infinite because a composite profile (the auto accountant's
+    pointwise minimum) leaves out the budgets that cost seconds to compute (CF's reference points), the
+    smallest budget of its certified members: the minimum's bracket is no wider than any member's."""
+    budget = profile.error_budget
+    members = getattr(profile, "members", None)
+    if math.isfinite(budget.eps_error) and math.isfinite(budget.delta_error) or not isinstance(members, dict):
+        return budget
+    found = [(name, p.error_budget) for name, p in members.items() if isinstance(p, PrivacyProfile) and p.certified]
+    found = [(name, b) for name, b in found if math.isfinite(b.eps_error) or math.isfinite(b.delta_error)]
+    if not found:
+        return budget
+    return ErrorBudget(eps_error=min(b.eps_error for _, b in found), delta_error=min(b.delta_error for _, b in found),
+                       min_delta=min(b.min_delta for _, b in found),
+                       details=tuple((f"{name}:{k}", v) for name, b in found for k, v in b.details))
+
+
 def _like(template, values: np.ndarray):
     """Return a Python float for scalar input, an array otherwise."""
     if np.ndim(template) == 0:
@@ -281,14 +299,23 @@ class ScaledShiftedCurve(DirectionalCurve):
     def __init__(self, base: "PrivacyProfile", *, scale: float, shift: float = 0.0,
                  positive_eps_only: bool = False, label: str = "scale") -> None:
         self.base, self.scale, self.shift, self.positive_eps_only = base, float(scale), float(shift), positive_eps_only
+        self.label = label
         self.certified = base.certified
-        budget = base.error_budget
-        self.error_budget = ErrorBudget(
+
+    @property
+    def error_budget(self) -> ErrorBudget:  # type: ignore[override]
+        """The base's budget (read when asked: a composite base knows more once queried), delta scaled."""
+        budget = known_error_budget(self.base)
+        return ErrorBudget(
             eps_error=budget.eps_error,
             delta_error=self.scale * budget.delta_error,
             min_delta=self.scale * budget.min_delta,
-            details=budget.details + ((label, self.scale),),
+            details=budget.details + ((self.label, self.scale),),
         )
+
+    @property
+    def min_delta(self) -> float:
+        return self.scale * max(c.min_delta for c in self.base.curves)
 
     def delta_bounds(self, eps):
         e = np.asarray(eps, dtype=float)

@@ -88,6 +88,13 @@ class Certificate:
     notes: tuple[str, ...] = ()
     version: str = field(default="")
     relation: str = ""
+    #: The profile of the whole procedure the epsilon came from (KRW's selection profile; for hyperparameter-
+    #: dependent privacy, the one built on the averaged profile), in memory only (not in JSON): plot it or pass
+    #: the certificate to ``ps.risk``. None where no profile backs it (Cor. 6.2, RDP alone, read from JSON).
+    profile: PrivacyProfile | None = field(default=None, repr=False, compare=False)
+    #: The profile of ONE run (for hyperparameter-dependent privacy: the average over the space's law,
+    #: joint convexity), in memory only.
+    run_profile: PrivacyProfile | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.version:
@@ -172,6 +179,7 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
     notes: list[str] = []
     budget = ErrorBudget()
     accountant_name = accountant
+    sel = base_profile = None
 
     profile_reason = unsupported_reason(k, "profile")
     if "profile" in families and profile_reason is not None:
@@ -223,6 +231,8 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
         accountant=accountant_name if best == "profile" else "rdp",
         error_budget=budget if best == "profile" else ErrorBudget(),
         notes=tuple(notes),
+        profile=sel if base_profile is not None else None,
+        run_profile=base_profile,
     )
 
 
@@ -254,7 +264,7 @@ def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, acc
             "use a larger delta")
     return Certificate(epsilon=epsilon, delta=delta, bound=RELEASE_ALL, theorem=entry.theorem,
                        alternatives={RELEASE_ALL: epsilon}, k=k, base=base, accountant=accountant,
-                       error_budget=profile.error_budget,
+                       error_budget=profile.error_budget, profile=profile,
                        notes=notes + (f"buckets: {dict(profile.metadata)['bucket_profiles']}",))
 
 
@@ -302,10 +312,12 @@ def certify_hyperparameter_mixture(law: HyperparameterMixture, k: KDistribution,
         notes.append(f"cor62: {reason}")
     if thresholds is not None and thresholds.epsilon < mixture.epsilon:
         cert = cor62_certificate(thresholds, k, repr(law), accountant, tuple(notes))
-        return Certificate(**{**cert.__dict__, "alternatives": alternatives, "version": cert.version})
+        # the averaged-profile bound is valid too (looser at this delta): its profile backs plots and ps.risk
+        return Certificate(**{**cert.__dict__, "alternatives": alternatives, "version": cert.version,
+                              "profile": mixture.profile, "run_profile": averaged})
     return Certificate(
         epsilon=mixture.epsilon, delta=mixture.delta, bound="mixture-profile",
         theorem=f"{mixture.theorem} on the averaged profile E_λ[δ_λ] (joint convexity)", alternatives=alternatives,
         k=k, base=repr(law), accountant=mixture.accountant, error_budget=mixture.error_budget,
-        notes=mixture.notes + tuple(notes),
+        notes=mixture.notes + tuple(notes), profile=mixture.profile, run_profile=averaged,
     )

@@ -163,3 +163,21 @@ def test_hyperparameter_mixture_certificate_carries_its_profile_with_a_finite_er
     # the averaged run is safer than its riskier component, so is the tuning's KRW profile (small FPRs, where
     # that profile decides; the K-mixture profile that helps at large FPRs needs a Mechanism)
     assert np.all(r.tpr(ALPHAS[:3]) <= ps.risk(direct).tpr(ALPHAS[:3]) * (1 + 1e-9))
+
+
+def test_tuning_result_with_callable_privacy_exposes_the_profile_its_certificate_used():
+    from privselect.tuning import PrivateTuner
+    from privselect.tuning.space import Choice
+
+    space = {"s": Choice([2.0, 3.0, 4.0])}
+    tuner = PrivateTuner(lambda params, data, seed: -params["s"], space, lambda p: ps.Gaussian(p["s"]),
+                         ps.Geometric(mean=10), 1e-6, seed=0, accountant="exact")
+    result = tuner.run(None)
+    assert result.profile is result.certificate.profile is not None
+    assert float(result.profile.epsilon(1e-6)) >= result.certificate.alternatives["mixture-profile"] * (1 - 1e-9)
+    assert math.isfinite(result.profile.error_budget.eps_error)
+    r = ps.risk(result.certificate)
+    assert r.profile is result.profile
+    # the tuning over three noise levels is no riskier than the tuning that always uses the least noise
+    worst = ps.risk(ps.certify(ps.Gaussian(2.0), ps.Geometric(mean=10), 1e-6, accountant="exact"))
+    assert np.all(r.tpr(ALPHAS[:3]) <= worst.tpr(ALPHAS[:3]) * (1 + 1e-9))

@@ -108,6 +108,11 @@ class PrivateStudyResult:
     n_trials: int | None = None  # K, released only with reveal_k=True or adaptive=True
     final_output: Any = None  # the final run's model, when the study was given final=
 
+    @property
+    def profile(self) -> PrivacyProfile | None:
+        """The profile of the whole search the certificate used (``certificate.profile``); data-independent."""
+        return self.certificate.profile
+
     def __repr__(self) -> str:
         k = "" if self.n_trials is None else f", n_trials={self.n_trials}"
         if not self.selected:

@@ -51,6 +51,12 @@ class TuningResult:
     n_runs: int | None = None  # K, released only with reveal_k=True
     final_output: Any = None  # the final run's model, when the tuner was given final=
 
+    @property
+    def profile(self) -> PrivacyProfile | None:
+        """The profile of the whole procedure the certificate used (``certificate.profile``): plot it, or pass
+        the result's certificate to ``ps.risk``. Data-independent, like the certificate."""
+        return self.certificate.profile
+
     def to_dict(self) -> dict[str, Any]:
         out = {
             "best_params": self.best_params,

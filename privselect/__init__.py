@@ -59,9 +59,10 @@ _PUBLIC: dict[str, str] = {
     "calibrate_steps": ".selection",
     "calibrate_epochs": ".selection",
     "calibrate_k_mean": ".selection",
+    "RiskTarget": ".attack_risk",
     # risk
-    "risk": ".risk",
-    "Risk": ".risk",
+    "risk": ".attack_risk",
+    "Risk": ".attack_risk",
     # errors
     "CertificationError": ".errors",
     "UnsupportedMechanismError": ".errors",

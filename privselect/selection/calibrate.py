@@ -290,7 +290,7 @@ def _bisect_sigma(evaluate: Callable[[float], None], bracket: Callable[[], tuple
     return math.exp(safe)
 
 
-def calibrate_noise(target_epsilon: float, delta: float, *, sample_rate: float | None = None,
+def calibrate_noise(target_epsilon: "float | RiskTarget", delta: float | None = None, *, sample_rate: float | None = None,
                     batch_size: int | None = None, dataset_size: int | None = None, steps: int | None = None,
                     epochs: float | None = None, k: KDistribution | None = None, sampling: str = "poisson",
                     bound: str | None = None, accountant: str = "auto") -> float:
@@ -317,13 +317,77 @@ def calibrate_noise(target_epsilon: float, delta: float, *, sample_rate: float |
     >>> run = ps.dpsgd(noise_multiplier=sigma, batch_size=256, dataset_size=60000, epochs=60)
     >>> bool(ps.privacy_profile(run).epsilon(1e-5) <= 3.0)
     True
+
+    A [`RiskTarget`][privselect.attack_risk.RiskTarget] in place of epsilon calibrates to attack risk (Kulynych et
+    al., "Attack-aware noise calibration", NeurIPS 2024): ``ps.RiskTarget(tpr=0.05, fpr=1e-3)`` returns the
+    smallest sigma at which ``ps.risk`` certifies that no membership test reaches TPR 0.05 at FPR 1e-3
+    (``delta`` is not used: the whole profile is). For one run the risk of ``privacy_profile(run,
+    accountant)``; with a K law, of KRW's selection profile of the best of K runs (the bound family
+    ``"profile"``; ``ps.risk`` of the certificate may add the K-mixture profile, which only lowers it).
     """
+    from ..attack_risk import RiskTarget
+
+    if isinstance(target_epsilon, RiskTarget):
+        return _calibrate_noise_to_risk(target_epsilon, sample_rate, batch_size, dataset_size, steps, epochs, k,
+                                        sampling, bound, accountant)
     target, delta = _check_target(target_epsilon, delta, k, bound, accountant)
     schedule = _schedule(sample_rate, batch_size, dataset_size, steps, epochs, sampling)
     certified = _certified(k, delta, bound, accountant)
     surrogate = _Surrogate(k, delta, bound)
     return _smallest_sigma(lambda s: certified(schedule.mechanism(s)), lambda s: surrogate(schedule.mechanism(s)),
                            target, _guess_sigma(target, delta, schedule, k), verify_tight=k is None)
+
+
+def _calibrate_noise_to_risk(target, sample_rate, batch_size, dataset_size, steps, epochs, k, sampling, bound,
+                             accountant) -> float:
+    """``calibrate_noise`` with a RiskTarget: the same search, on the certified risk instead of epsilon."""
+    if k is not None and not isinstance(k, KDistribution):
+        raise TypeError(f"k must be None (one run) or a distribution of K (e.g. ps.Geometric(mean=10)), "
+                        f"got {type(k).__name__}")
+    if bound not in (None, "profile") or (bound is not None and k is None):
+        raise ValueError(f"bound: a risk target is calibrated on a privacy profile (bound=None or 'profile' with a "
+                         f"K law), got {bound!r}")
+    get_accountant(accountant)
+    schedule = _schedule(sample_rate, batch_size, dataset_size, steps, epochs, sampling)
+    certified = _certified_risk(target, k, accountant)
+    surrogate = _risk_surrogate(target, k, schedule)
+    return _smallest_sigma(lambda s: certified(schedule.mechanism(s)), surrogate, target.bound, 1.0,
+                           verify_tight=k is None)
+
+
+def _certified_risk(target, k: KDistribution | None, accountant: str) -> Callable[[Mechanism], float]:
+    """The certified risk quantity of one run, or of KRW's selection profile of the best of K runs."""
+    from ..attack_risk import Risk
+    from .bounds import selection_profile
+
+    def value(mechanism: Mechanism) -> float:
+        try:
+            profile = privacy_profile(mechanism, accountant=accountant)
+            if k is not None:
+                profile = selection_profile(profile, k)
+            return target.value(Risk(profiles=(profile,)))
+        except _NO_ANSWER:
+            return math.inf
+    return value
+
+
+def _risk_surrogate(target, k: KDistribution | None, schedule: _Schedule) -> Callable[[float], tuple[float, str]]:
+    """An estimate of the certified risk (aims the search, never returned): the risk of the central-limit GDP
+    approximation of DP-SGD, mu = q sqrt(T (e^{1/sigma^2} - 1)) (Dong, Roth, Su 2022, Cor. 5.4)."""
+    from ..accounting.profile import gdp_profile
+    from ..attack_risk import Risk
+    from .bounds import selection_profile
+
+    def estimate(sigma: float) -> tuple[float, str]:
+        with np.errstate(over="ignore"):
+            mu = schedule.rate * math.sqrt(schedule.steps * math.expm1(min(1.0 / (sigma * sigma), 700.0)))
+        if not 0 < mu < 1e6:
+            return (math.inf if mu >= 1e6 else 0.0), "gdp"
+        profile = gdp_profile(mu)
+        if k is not None:
+            profile = selection_profile(profile, k)
+        return target.value(Risk(profiles=(profile,))), "gdp"
+    return estimate
 
 
 # -- steps and epochs at a given noise multiplier ----------------------------------------------------

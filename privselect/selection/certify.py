@@ -143,6 +143,14 @@ class Certificate:
         """The certificate a [`to_json`][privselect.selection.certify.Certificate.to_json] string describes (round-trips exactly)."""
         return cls.from_dict(json.loads(text))
 
+    def report(self, *, html: bool = False) -> str:
+        """What this certificate means to a reader: the guarantee in words and the certified attack risks
+        (``privselect.report``; ``html=True``: a self-contained page with the trade-off curve and profile)."""
+        from ..report import Report
+
+        built = Report.of(self)
+        return built.html() if html else built.text()
+
     def __str__(self) -> str:
         return f"({self.epsilon:.4g}, {self.delta:.3g})-DP for the best of K ~ {self.k!r} runs [{self.theorem}]"
 

@@ -1,7 +1,7 @@
 """Certified attack-risk bounds: what a privacy profile means for membership, attribute and reconstruction attacks.
 
-[`risk`][privselect.risk.risk] turns a certificate, a profile or a mechanism into a frozen
-[`Risk`][privselect.risk.Risk] whose every number is an UPPER bound on an attacker's success:
+[`risk`][privselect.attack_risk.risk] turns a certificate, a profile or a mechanism into a frozen
+[`Risk`][privselect.attack_risk.Risk] whose every number is an UPPER bound on an attacker's success:
 
 * ``tpr(fpr)``: the largest true-positive rate of any membership test at false-positive rate alpha,
   ``1 - f(alpha)`` for the f-DP trade-off curve implied by the profile (Dong, Roth, Su 2022, Prop. 2.12;
@@ -39,14 +39,16 @@ from .accounting.profile import ErrorBudget, PrivacyProfile
 from .mechanisms import Mechanism, NeighbouringRelation
 from .selection.certify import Certificate
 
-__all__ = ["Risk", "risk", "QUOTED_FPRS", "tuning_profile", "tuning_profiles"]
+__all__ = ["Risk", "RiskTarget", "risk", "QUOTED_FPRS", "tuning_profile", "tuning_profiles"]
 
 #: The false-positive rates people quote (the report's table).
 QUOTED_FPRS = (1e-4, 1e-3, 1e-2, 0.1)
 #: Coarse eps grid of the conversion (refined around each answer; any grid is sound).
-_EPS_GRID = np.concatenate([np.linspace(0.0, 8.0, 2049), np.linspace(8.0, 64.0, 1025)[1:]])
-_REFINE_POINTS = 33
-_REFINE_ROUNDS = 4
+_COARSE_STEP = 1.0 / 16
+_REFINE_POINTS = 9
+_REFINE_ROUNDS = 6
+#: A branch is refined only where its coarse minimum is within this factor of the other's (else it cannot win).
+_REFINE_MARGIN = 1.05
 #: K's tail beyond the K-mixture's k_max, added to its delta.
 _MIXTURE_TAIL = 1e-10
 _U = 2.0**-53
@@ -68,7 +70,6 @@ class Risk:
     pairs: tuple[tuple[float, float], ...] = ()
     relation: str = str(NeighbouringRelation.ADD_REMOVE)
     source: str = ""
-    grid_delta: tuple[np.ndarray, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.profiles, PrivacyProfile):
@@ -79,12 +80,6 @@ class Risk:
             raise ValueError("a Risk needs a profile or at least one (epsilon, delta) pair")
         if not all(isinstance(p, PrivacyProfile) for p in self.profiles):
             raise TypeError("profiles must be PrivacyProfile objects")
-        grids = []
-        for profile in self.profiles:
-            d = np.asarray(profile.delta(_EPS_GRID), dtype=float).copy()
-            d.setflags(write=False)
-            grids.append(d)
-        object.__setattr__(self, "grid_delta", tuple(grids))
 
     @property
     def profile(self) -> PrivacyProfile | None:
@@ -105,16 +100,19 @@ class Risk:
 
     # -- membership ---------------------------------------------------------------------------------
 
-    def tpr(self, fpr):
+    def tpr(self, fpr, *, precise: bool = True):
         """Upper bound on the true-positive rate of any membership test at false-positive rate ``fpr``
-        (vectorised): 1 - f(fpr) for the trade-off curve the profile implies (DRS 2022, Prop. 2.12)."""
+        (vectorised): 1 - f(fpr) for the trade-off curve the profile implies (DRS 2022, Prop. 2.12).
+
+        ``precise=False`` skips the local refinement in eps (for plotting many points): still an upper
+        bound, up to a few percent looser."""
         a = check.real_array("fpr", fpr)
         if ((a < 0) | (a > 1) | np.isnan(a)).any():
             raise ValueError(f"fpr must lie in [0, 1], got {fpr!r}")
         flat = a.reshape(-1)
         out = np.ones_like(flat)
-        for profile, grid_delta in zip(self.profiles, self.grid_delta):
-            out = np.minimum(out, _profile_tpr(profile, grid_delta, flat))
+        for profile in self.profiles:
+            out = np.minimum(out, _profile_tpr(profile, flat, precise))
         for eps, delta in self.pairs:
             out = np.minimum(out, _pair_tpr(np.array([eps]), np.array([delta]), flat[:, None]).min(axis=1))
         out = np.maximum(out, flat)  # never below the trivial test's alpha (1 - f(alpha) >= alpha always)
@@ -130,7 +128,7 @@ class Risk:
     def advantage(self) -> float:
         """Upper bound on max TPR - FPR of any membership test: delta(0), the total-variation distance."""
         bounds = [1.0]
-        bounds.extend(float(d[0]) for d in self.grid_delta)  # _EPS_GRID[0] == 0
+        bounds.extend(float(p.delta(0.0)) for p in self.profiles)
         for eps, delta in self.pairs:  # the vertex of the (eps, delta) region
             bounds.append((math.expm1(eps) + 2 * delta) / (math.exp(eps) + 1) * (1 + _REL_SLACK))
         return min(bounds)
@@ -185,28 +183,90 @@ class Risk:
         return f"Risk({quoted}; {self.source or 'profile'})"
 
 
-def _profile_tpr(profile: PrivacyProfile, grid_delta: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """min over eps of both (eps, delta(eps)) constraints: the coarse grid, then local refinement around each
-    minimiser (every eps tried is a valid constraint, so the refinement only tightens)."""
-    grid, d = _EPS_GRID, grid_delta
-    best = np.full(alpha.shape, np.inf)
-    for branch in (0, 1):
-        values = _branch(branch, grid[None, :], d[None, :], alpha[:, None])
-        i = np.argmin(values, axis=1)
-        best = np.minimum(best, values[np.arange(alpha.size), i])
-        step = grid[1] - grid[0] if grid.size > 1 else 1.0
-        centre = grid[i]
-        width = np.where(grid[i] >= 8.0, 2 * (grid[-1] - grid[-2]), 2 * step)
-        for _ in range(_REFINE_ROUNDS):
-            offsets = np.linspace(-1.0, 1.0, _REFINE_POINTS)[None, :]
-            eps = np.maximum(centre[:, None] + offsets * width[:, None], 0.0)
-            dv = np.asarray(profile.delta(eps.reshape(-1)), dtype=float).reshape(eps.shape)
-            values = _branch(branch, eps, dv, alpha[:, None])
-            j = np.argmin(values, axis=1)
-            best = np.minimum(best, values[np.arange(alpha.size), j])
-            centre = eps[np.arange(alpha.size), j]
-            width = width * 2.0 / (_REFINE_POINTS - 1)
+def _profile_tpr(profile: PrivacyProfile, alpha: np.ndarray, precise: bool) -> np.ndarray:
+    """min over eps >= 0 of both (eps, delta(eps)) constraints: a coarse grid on [0, log(1/alpha) + 4] (beyond it
+    e^eps alpha > 1 and e^-eps < 0.02 alpha: neither branch can win), then local refinement around each
+    branch's minimiser. Every eps tried is a valid constraint: the search decides tightness, never soundness."""
+    best = np.ones_like(alpha)
+    zero = alpha <= 0
+    if zero.any():
+        best[zero] = _profile_zero(profile)
+    live = (alpha > 0) & (alpha < 1)
+    if not live.any():
+        return best
+    a = alpha[live]
+    top = min(float(np.log(1.0 / a.min())) + 4.0, 745.0)
+    grid = np.arange(0.0, top + _COARSE_STEP, _COARSE_STEP)
+    d = np.asarray(profile.delta(grid), dtype=float)
+    values = [_branch(b, grid[None, :], d[None, :], a[:, None]) for b in (0, 1)]
+    coarse = [v.min(axis=1) for v in values]
+    found = np.minimum(coarse[0], coarse[1])
+    if precise:
+        rows = np.arange(a.size)
+        for b in (0, 1):
+            todo = coarse[b] <= _REFINE_MARGIN * coarse[1 - b]
+            if not todo.any():
+                continue
+            idx = rows[todo]
+            centre = grid[np.argmin(values[b][todo], axis=1)]
+            width = np.full(idx.size, _COARSE_STEP)
+            for _ in range(_REFINE_ROUNDS):
+                eps = np.maximum(centre[:, None] + np.linspace(-1.0, 1.0, _REFINE_POINTS)[None, :] * width[:, None], 0.0)
+                dv = np.asarray(profile.delta(eps.reshape(-1)), dtype=float).reshape(eps.shape)
+                v = _branch(b, eps, dv, a[idx][:, None])
+                j = np.argmin(v, axis=1)
+                found[idx] = np.minimum(found[idx], v[np.arange(idx.size), j])
+                centre = eps[np.arange(idx.size), j]
+                width = width * 2.0 / (_REFINE_POINTS - 1)
+    best[live] = np.minimum(found, 1.0)
     return best
+
+
+def _profile_zero(profile: PrivacyProfile) -> float:
+    """TPR at FPR 0: at most delta(eps) for every eps; the profile's delta at a large eps (rounded up)."""
+    return float(np.min(profile.delta(np.array([0.0, 10.0, 50.0, 200.0])))) * (1 + _REL_SLACK)
+
+
+@dataclass(frozen=True)
+class RiskTarget:
+    """A bound on attack success to calibrate to, in place of epsilon (Kulynych et al., NeurIPS 2024):
+    ``RiskTarget(tpr=0.05, fpr=1e-3)`` (no membership test reaches TPR 0.05 at FPR 1e-3) or
+    ``RiskTarget(advantage=0.1)`` (no test's TPR - FPR exceeds 0.1)."""
+
+    tpr: float | None = None
+    fpr: float | None = None
+    advantage: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.advantage is not None:
+            if self.tpr is not None or self.fpr is not None:
+                raise ValueError("RiskTarget takes either tpr with fpr, or advantage, not both")
+            check.open_unit("advantage", self.advantage)
+            return
+        if self.tpr is None or self.fpr is None:
+            raise ValueError("RiskTarget needs tpr and fpr (e.g. tpr=0.05, fpr=1e-3), or advantage")
+        check.open_unit("fpr", self.fpr)
+        check.open_unit("tpr", self.tpr)
+        if not self.tpr > self.fpr:
+            raise ValueError(f"tpr must exceed fpr (guessing at random already reaches TPR = FPR), got tpr={self.tpr!r} "
+                             f"at fpr={self.fpr!r}")
+
+    @property
+    def bound(self) -> float:
+        """The largest allowed value of the quantity."""
+        return float(self.advantage if self.advantage is not None else self.tpr)
+
+    def value(self, r: Risk) -> float:
+        """The certified quantity the target bounds: ``r.tpr(fpr)`` or ``r.advantage``."""
+        return float(r.advantage) if self.advantage is not None else float(r.tpr(self.fpr))
+
+    def met(self, r: Risk) -> bool:
+        return self.value(r) <= self.bound
+
+    def __str__(self) -> str:
+        if self.advantage is not None:
+            return f"advantage <= {self.advantage:g}"
+        return f"TPR <= {self.tpr:g} at FPR {self.fpr:g}"
 
 
 def _branch(which: int, eps: np.ndarray, delta: np.ndarray, alpha: np.ndarray) -> np.ndarray:

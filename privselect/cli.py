@@ -1,5 +1,6 @@
 """Command line: ``privselect certify`` (privacy of a DP-SGD-style run, or of the best of K runs), ``privselect
-calibrate`` (the noise multiplier, or the steps, for a target epsilon) and ``privselect demo``.
+calibrate`` (the noise multiplier, or the steps, for a target epsilon or attack risk), ``privselect report``
+(what a certificate means: the guarantee in words and certified attack risks) and ``privselect demo``.
 
 The flags of ``certify`` speak the Opacus / TF-Privacy vocabulary: a noise multiplier, a Poisson
 sampling rate (``--sample-rate``, or ``--batch-size`` with ``--dataset-size``), a length
@@ -50,7 +51,9 @@ with probability rate), add/remove neighbours, and noise std = noise multiplier 
 _CALIBRATE_DESCRIPTION = """\
 The smallest noise multiplier whose certificate meets --epsilon at --delta, for one run or (with
 --k) for the whole tuning, the best of K runs (Opacus's get_noise_multiplier, tuning included).
-With --noise-multiplier instead: the largest number of steps that meets the target."""
+With --tpr and --fpr (or --advantage) instead of --epsilon: the smallest noise multiplier at
+which the certified membership-attack risk meets that target.
+With --noise-multiplier instead: the largest number of steps that meets the --epsilon target."""
 
 _CALIBRATE_EPILOG = """\
 examples:
@@ -58,6 +61,8 @@ examples:
   privselect calibrate --epsilon 3 --k geometric:10         the best of K ~ Geometric(mean 10) such runs
   privselect calibrate --epsilon 8 --batch-size 4096 --dataset-size 50000 --epochs 100 --json
   privselect calibrate --epsilon 3 --noise-multiplier 1.1 --sample-rate 0.01      the most steps at sigma 1.1
+  privselect calibrate --tpr 0.05 --fpr 1e-3 --k geometric:10   no membership attack on the tuning reaches
+                                                                TPR 0.05 at FPR 1e-3 (a risk target)
 
 The answer is checked with the certificate itself: at the printed noise multiplier the certificate
 meets the target, and at 0.1% less noise it does not.
@@ -294,10 +299,34 @@ def _certify_selection(args: argparse.Namespace, mechanism: Any, resolved: dict[
 # -- calibrate ---------------------------------------------------------------------------
 
 
+def _risk_target(args: argparse.Namespace) -> Any:
+    """The RiskTarget of --tpr/--fpr or --advantage (None: --epsilon)."""
+    from .attack_risk import RiskTarget
+
+    if args.epsilon is not None:
+        if args.fpr is not None:
+            raise ValueError("argument --fpr: goes with --tpr (a risk target), not with --epsilon")
+        return None
+    if args.tpr is not None:
+        if args.fpr is None:
+            raise ValueError("argument --tpr: needs --fpr, the false-positive rate the TPR bound applies at")
+        try:
+            return RiskTarget(tpr=args.tpr, fpr=args.fpr)
+        except ValueError as exc:
+            raise ValueError(f"argument --tpr: {exc}") from None
+    if args.fpr is not None:
+        raise ValueError("argument --fpr: goes with --tpr")
+    return RiskTarget(advantage=args.advantage)
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     from .accounting import privacy_profile
     from .mechanisms import dpsgd
     from .selection import calibrate_noise, calibrate_steps, certify
+
+    target = _risk_target(args)
+    if target is not None:
+        return _calibrate_risk(args, target)
 
     if args.mechanism != "gaussian":
         raise ValueError("argument --mechanism: calibrate finds a Gaussian noise multiplier (DP-SGD); "
@@ -339,6 +368,81 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(f"noise multiplier: {sigma:.6f}")
     print(f"certified: ({epsilon:.4f}, {args.delta:g})-DP by the {accountant} accountant"
           + ("" if k is None else " and the best-of-K certificate"))
+    return 0
+
+
+def _calibrate_risk(args: argparse.Namespace, target: Any) -> int:
+    """calibrate with a risk target: the smallest noise multiplier whose certified risk meets it."""
+    from .accounting import privacy_profile
+    from .attack_risk import Risk
+    from .mechanisms import dpsgd
+    from .selection import calibrate_noise
+    from .selection.bounds import selection_profile
+
+    if args.mechanism != "gaussian" or args.scale is not None:
+        raise ValueError("argument --mechanism: calibrate finds a Gaussian noise multiplier (DP-SGD)")
+    if args.noise_multiplier is not None:
+        raise ValueError("argument --noise-multiplier: a risk target (--tpr/--advantage) calibrates the noise "
+                         "multiplier; calibrating the steps needs --epsilon")
+    sampling, length, rate, steps = _schedule(args)
+    k = _k_from_spec(args.k) if args.k is not None else None
+    accountant = args.accountant or "auto"
+    sigma = calibrate_noise(target, **sampling, **length, k=k, sampling=args.sampling, accountant=accountant)
+    mechanism = dpsgd(noise_multiplier=sigma, **sampling, **length, sampling=args.sampling)
+    profile = privacy_profile(mechanism, accountant=accountant)
+    if k is not None:
+        profile = selection_profile(profile, k)
+    achieved = target.value(Risk(profiles=(profile,)))
+    report = {"solved_for": "noise_multiplier", "noise_multiplier": sigma, "steps": steps, "epochs": steps * rate,
+              "sample_rate": rate, "sampling": args.sampling, "target": str(target),
+              "target_tpr": target.tpr, "target_fpr": target.fpr, "target_advantage": target.advantage,
+              "certified_value": achieved, "k": None if k is None else k.to_dict(), "accountant": accountant,
+              "mechanism": repr(mechanism), "privselect_version": __version__}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"one run:   {mechanism!r}")
+    if k is not None:
+        print(f"K:         {k!r} (mean {k.mean:g}); the whole tuning is calibrated (only the best run is released)")
+    print(f"target:    {target} for any membership attack")
+    print(f"noise multiplier: {sigma:.6f}")
+    quantity = "advantage" if target.advantage is not None else f"TPR at FPR {target.fpr:g}"
+    print(f"certified: {quantity} <= {achieved:.4g} by the {accountant} accountant"
+          + ("" if k is None else " and KRW's selection profile"))
+    return 0
+
+
+# -- report ------------------------------------------------------------------------------
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import Report
+    from .selection.certify import Certificate
+
+    try:
+        with open(args.certificate, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ValueError(f"argument CERT: cannot read {args.certificate!r} ({exc.strerror})") from None
+    try:
+        cert = Certificate.from_json(text)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"argument CERT: {args.certificate!r} is not a certificate as Certificate.to_json() writes it "
+                         f"({type(exc).__name__}: {exc})") from None
+    built = Report.of(cert)
+    if args.html is not None:
+        try:
+            with open(args.html, "w", encoding="utf-8") as handle:
+                handle.write(built.html())
+        except OSError as exc:
+            raise ValueError(f"argument --html: cannot write {args.html!r} ({exc.strerror})") from None
+    if args.json:
+        print(json.dumps({"certificate": cert.to_dict(), "risk": built.tuning.to_dict(),
+                          "one_run_risk": None if built.run is None else built.run.to_dict()}, indent=2))
+        return 0
+    print(built.text(), end="")
+    if args.html is not None:
+        print(f"\nwrote {args.html}")
     return 0
 
 
@@ -398,7 +502,7 @@ def _add_run_flags(parser: argparse.ArgumentParser, sigma_help: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="privselect", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"privselect {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{certify,calibrate,demo}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{certify,calibrate,report,demo}")
 
     cert = sub.add_parser("certify", help="certify one DP-SGD-style run, or the best of K runs",
                           description=_CERTIFY_DESCRIPTION, epilog=_CERTIFY_EPILOG,
@@ -416,8 +520,16 @@ def build_parser() -> argparse.ArgumentParser:
                                              "epsilon, for one run or the best of K runs",
                            description=_CALIBRATE_DESCRIPTION, epilog=_CALIBRATE_EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    calib.add_argument("--epsilon", type=_POSITIVE, required=True, metavar="EPS",
-                       help="target epsilon of one run, or (with --k) of the whole tuning")
+    goal = calib.add_mutually_exclusive_group(required=True)
+    goal.add_argument("--epsilon", type=_POSITIVE, metavar="EPS",
+                      help="target epsilon of one run, or (with --k) of the whole tuning")
+    goal.add_argument("--tpr", type=_flag(_number, check.open_unit), metavar="TPR",
+                      help="risk target instead of epsilon: no membership attack reaches this true-positive rate "
+                           "at --fpr (Kulynych et al. 2024)")
+    goal.add_argument("--advantage", type=_flag(_number, check.open_unit), metavar="ADV",
+                      help="risk target instead of epsilon: no membership attack's TPR - FPR exceeds ADV")
+    calib.add_argument("--fpr", type=_flag(_number, check.open_unit), metavar="FPR",
+                       help="the false-positive rate of --tpr (e.g. 1e-3)")
     _add_run_flags(calib, "calibrate the number of steps at this noise multiplier instead (no --steps/--epochs)")
     calib.add_argument("--accountant", choices=list(_accountants()), default=None,
                        help="accountant whose certificate meets the target (default: auto)")
@@ -425,6 +537,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="calibrate the whole tuning: the best of K runs, K ~ LAW with that mean (e.g. geometric:10)")
     calib.add_argument("--json", action="store_true", help="print the answer as JSON (and nothing else)")
     calib.set_defaults(run=_calibrate, parser=calib)
+
+    rep = sub.add_parser("report", help="what a certificate means: the guarantee in words and certified attack risks",
+                         description="Read a certificate written by Certificate.to_json() (or privselect certify --json) "
+                                     "and print the guarantee in words with the certified bounds on membership, "
+                                     "attribute-inference and reconstruction attacks.",
+                         epilog="example:\n  privselect certify --k geometric:10 --json > cert.json\n"
+                                "  privselect report cert.json --html report.html",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    rep.add_argument("certificate", metavar="CERT", help="certificate JSON file")
+    rep.add_argument("--html", metavar="FILE", default=None,
+                     help="also write a self-contained HTML page (trade-off curve, profile, alternatives, what is public)")
+    rep.add_argument("--json", action="store_true", help="print the certificate and its risk bounds as JSON")
+    rep.set_defaults(run=_report, parser=rep)
 
     demo = sub.add_parser("demo", help="tune DP-SGD on scikit-learn's digits privately and print the certificate",
                           description="Tune DP-SGD softmax regression on scikit-learn's digits with K ~ "

@@ -138,6 +138,8 @@ def _describe(base) -> str:
             sampling = "Poisson" if type(step).__name__ == "PoissonSubsampled" else "without-replacement"
             return (f"noisy training (DP-SGD: noise multiplier {sigma:g}, {sampling} sampling rate {step.rate:.4g}, "
                     f"{count:,} steps)")
+        if count > 1:
+            return f"{step!r} composed {count:,} times"
     return repr(base)
 
 
@@ -206,8 +208,10 @@ class _Series:
 
 def _svg_plot(series: Sequence[_Series], *, x_range: tuple[float, float], y_range: tuple[float, float],
               x_label: str, y_label: str, title: str, log_x: bool, log_y: bool,
-              points: Sequence[tuple[float, float, str]] = (), width: int = 560, height: int = 400) -> str:
-    """An inline SVG line chart (log or linear axes) with labelled marked points."""
+              points: Sequence[tuple[float, float, str]] = (), points_corner: str = "top",
+              legend_at: float = 1.0, width: int = 560, height: int = 400) -> str:
+    """An inline SVG line chart (log or linear axes); the marked points are listed in the plot's left corner
+    (``points_corner`` "top" or "bottom", where the curves leave room)."""
     left, right, top, bottom = 72, 20, 36, 56
     pw, ph = width - left - right, height - top - bottom
 
@@ -224,9 +228,10 @@ def _svg_plot(series: Sequence[_Series], *, x_range: tuple[float, float], y_rang
 
     def ticks(lo, hi, log):
         if log:
-            return [10.0 ** e for e in range(math.ceil(math.log10(lo)), math.floor(math.log10(hi)) + 1)]
-        step = (hi - lo) / 5
-        return [lo + i * step for i in range(6)]
+            powers = list(range(math.ceil(math.log10(lo)), math.floor(math.log10(hi)) + 1))
+            every = max(1, math.ceil(len(powers) / 8))  # at most ~8 labels
+            return [10.0 ** e for e in powers[::-1][::every]]
+        return list(np.arange(lo, hi + 1e-9 * (hi - lo), _nice_step(hi - lo)))
 
     def fmt(v, log):
         return (f"1e{int(round(math.log10(v)))}" if v < 0.01 else f"{v:g}") if log else f"{v:.3g}"
@@ -247,20 +252,22 @@ def _svg_plot(series: Sequence[_Series], *, x_range: tuple[float, float], y_rang
     out.append(f'<text x="{left + pw / 2}" y="{height - 12}" text-anchor="middle" class="axis">{html.escape(x_label)}</text>')
     out.append(f'<text transform="translate(18,{top + ph / 2}) rotate(-90)" text-anchor="middle" class="axis">'
                f'{html.escape(y_label)}</text>')
-    for s in series:
-        keep = np.isfinite(s.x) & np.isfinite(s.y) & ((s.x > 0) if log_x else True) & ((s.y > 0) if log_y else True)
+    for s in series:  # points below the y range are left out (not drawn on the axis as if they were there)
+        keep = (np.isfinite(s.x) & np.isfinite(s.y) & ((s.x > 0) if log_x else True) & (s.y >= y_range[0]))
         pts = " ".join(f"{tx(a):.1f},{ty(b):.1f}" for a, b in zip(s.x[keep], s.y[keep]))
         dash = f' stroke-dasharray="{s.dash}"' if s.dash else ""
         out.append(f'<polyline points="{pts}" fill="none" stroke="{s.colour}" stroke-width="2"{dash} class="series">'
                    f'<title>{html.escape(s.label)}</title></polyline>')
-    for i, (a, b, label) in enumerate(points):
+    first = top + 20 if points_corner == "top" else top + ph - 12 - 18 * (len(points) - 1)
+    for i, (a, b, label) in enumerate(points):  # numbered dots; their values listed in a corner
         x, y = tx(a), ty(b)
-        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4.5" fill="#c0392b" class="quoted"><title>{html.escape(label)}'
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="#c0392b" class="quoted"><title>{html.escape(label)}'
                    f'</title></circle>')
-        anchor, dx = ("end", -8) if x > left + 0.7 * pw else ("start", 8)
-        out.append(f'<text x="{x + dx:.1f}" y="{y + (14 if i % 2 else -8):.1f}" text-anchor="{anchor}" class="plabel">'
-                   f'{html.escape(label)}</text>')
-    y0 = top + ph - 18 * len(series) - 6
+        out.append(f'<text x="{x + 7:.1f}" y="{y + 15:.1f}" class="plabel">{i + 1}</text>')
+        ly = first + 18 * i
+        out.append(f'<circle cx="{left + 14}" cy="{ly - 4}" r="4" fill="#c0392b"/>')
+        out.append(f'<text x="{left + 24}" y="{ly}" class="plabel">{i + 1}: {html.escape(label)}</text>')
+    y0 = top + (ph - 18 * len(series) - 6) * legend_at  # legend_at: 0 top, 1 bottom of the plot
     for j, s in enumerate(series):
         y = y0 + 18 * j
         dash = f' stroke-dasharray="{s.dash}"' if s.dash else ""
@@ -269,6 +276,13 @@ def _svg_plot(series: Sequence[_Series], *, x_range: tuple[float, float], y_rang
         out.append(f'<text x="{left + pw - 180}" y="{y + 4}" class="legend">{html.escape(s.label)}</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _nice_step(span: float, target: int = 6) -> float:
+    """A 1-2-5 step giving about ``target`` ticks over ``span``."""
+    raw = span / target
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
 
 
 _CSS = """
@@ -282,7 +296,7 @@ th { text-align: left; background: #fafafa; } td.num { text-align: right; font-v
 tr.chosen td { font-weight: 600; background: #fdf6e3; }
 .figures { display: flex; flex-wrap: wrap; gap: 16px; }
 .figure .ftitle { font-size: 14px; font-weight: 600; } .figure .tick { font-size: 11px; fill: #555; }
-.figure .axis { font-size: 12px; } .figure .legend { font-size: 12px; } .figure .plabel { font-size: 11px; fill: #c0392b; }
+.figure .axis { font-size: 12px; } .figure .legend { font-size: 12px; } .figure .plabel { font-size: 12px; fill: #a93226; }
 .note { color: #555; font-size: 0.92em; }
 """
 
@@ -291,17 +305,19 @@ def _html(facts: Report) -> str:
     cert = facts.cert
     t, r = facts.tuning, facts.run
     esc = html.escape
-    curve_t = np.asarray(t.tpr(_CURVE_FPRS))
+    curve_t = np.asarray(t.tpr(_CURVE_FPRS, precise=False))
     series = [_Series("tuning (certified upper bound)", _CURVE_FPRS, curve_t, "#2c6e9b")]
     if r is not None:
-        series.append(_Series("one run (certified upper bound)", _CURVE_FPRS, np.asarray(r.tpr(_CURVE_FPRS)),
+        series.append(_Series("one run (certified upper bound)", _CURVE_FPRS, np.asarray(r.tpr(_CURVE_FPRS, precise=False)),
                               "#7f8c8d", "6 4"))
     series.append(_Series("random guess (TPR = FPR)", _CURVE_FPRS, _CURVE_FPRS, "#bbb", "2 4"))
     quoted = [(a, float(t.tpr(a)), f"TPR ≤ {float(t.tpr(a)):.3g} at FPR {a:g}") for a in QUOTED_FPRS[1:]]
     roc = _svg_plot(series, x_range=(1e-6, 1.0), y_range=(1e-6, 1.0), x_label="false-positive rate (FPR)",
                     y_label="largest true-positive rate (TPR)", title="Membership inference: the best any attack can do",
                     log_x=True, log_y=True, points=quoted)
-    eps_grid = np.linspace(0.0, max(2.0 * cert.epsilon, 1.0) if math.isfinite(cert.epsilon) else 10.0, 200)
+    top = max(2.0 * cert.epsilon, 1.0) if math.isfinite(cert.epsilon) else 10.0
+    top = math.ceil(top / _nice_step(top)) * _nice_step(top)
+    eps_grid = np.linspace(0.0, top, 241)
     prof_series = []
     colours = ("#2c6e9b", "#8e44ad", "#27ae60")
     for i, p in enumerate(t.profiles):
@@ -314,7 +330,7 @@ def _html(facts: Report) -> str:
         lo = max(min(cert.delta / 100, 1e-12), 1e-300)
         figures.append(_svg_plot(prof_series, x_range=(0.0, float(eps_grid[-1])), y_range=(lo, 1.0), x_label="ε",
                                  y_label="δ(ε) (certified upper bound)", title="Privacy profile",
-                                 log_x=False, log_y=True,
+                                 log_x=False, log_y=True, points_corner="bottom", legend_at=0.45,
                                  points=[(cert.epsilon, cert.delta, f"certified ({cert.epsilon:.3g}, {cert.delta:.2g})")]))
     rows = "\n".join(
         f"<tr><td>{esc(a)}</td><td>{esc(w)}</td><td class='num'>{v:.4g}</td>"

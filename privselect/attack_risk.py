@@ -184,9 +184,9 @@ class Risk:
 
 
 def _profile_tpr(profile: PrivacyProfile, alpha: np.ndarray, precise: bool) -> np.ndarray:
-    """min over eps >= 0 of both (eps, delta(eps)) constraints: a coarse grid on [0, log(1/alpha) + 4] (beyond it
-    e^eps alpha > 1 and e^-eps < 0.02 alpha: neither branch can win), then local refinement around each
-    branch's minimiser. Every eps tried is a valid constraint: the search decides tightness, never soundness."""
+    """min over eps >= 0 of both (eps, delta(eps)) constraints: a coarse grid of step 1/16 from 0 up to where no
+    larger eps can win (``_coarse_scan``), then local refinement around each branch's minimiser. Every eps
+    tried is a valid constraint: the search decides tightness, never soundness."""
     best = np.ones_like(alpha)
     zero = alpha <= 0
     if zero.any():
@@ -195,10 +195,7 @@ def _profile_tpr(profile: PrivacyProfile, alpha: np.ndarray, precise: bool) -> n
     if not live.any():
         return best
     a = alpha[live]
-    top = min(float(np.log(1.0 / a.min())) + 4.0, 745.0)
-    grid = np.arange(0.0, top + _COARSE_STEP, _COARSE_STEP)
-    d = np.asarray(profile.delta(grid), dtype=float)
-    values = [_branch(b, grid[None, :], d[None, :], a[:, None]) for b in (0, 1)]
+    grid, values = _coarse_scan(profile, a)
     coarse = [v.min(axis=1) for v in values]
     found = np.minimum(coarse[0], coarse[1])
     if precise:
@@ -220,6 +217,31 @@ def _profile_tpr(profile: PrivacyProfile, alpha: np.ndarray, precise: bool) -> n
                 width = width * 2.0 / (_REFINE_POINTS - 1)
     best[live] = np.minimum(found, 1.0)
     return best
+
+
+def _coarse_scan(profile: PrivacyProfile, a: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Both branches on the grid 0, 1/16, 2/16, ... in chunks, stopping once no larger eps can win: branch 0 is
+    at least e^eps alpha and branch 1 at least 1 - e^-eps, both increasing in eps, so once min(e^eps alpha,
+    1 - e^-eps) exceeds the best value found for every alpha the rest of the grid is useless (and its tiny
+    deltas are the costly ones to certify)."""
+    grids, values = [], [[], []]
+    best = np.full(a.size, np.inf)
+    start, chunk = 0.0, 32
+    while True:
+        eps = start + _COARSE_STEP * np.arange(chunk)
+        d = np.asarray(profile.delta(eps), dtype=float)
+        for b in (0, 1):
+            v = _branch(b, eps[None, :], d[None, :], a[:, None])
+            values[b].append(v)
+            best = np.minimum(best, v.min(axis=1))
+        grids.append(eps)
+        last = eps[-1]
+        with np.errstate(over="ignore"):
+            floor = np.minimum(np.exp(last) * a, -np.expm1(-last))
+        if np.all(floor >= best) or last > 745.0:
+            break
+        start, chunk = last + _COARSE_STEP, min(2 * chunk, 1024)
+    return np.concatenate(grids), [np.concatenate(v, axis=1) for v in values]
 
 
 def _profile_zero(profile: PrivacyProfile) -> float:

@@ -50,6 +50,10 @@ SHOWN = {
         "sigma = ps.calibrate_noise(3.0, 1e-5, **run)": lambda ns: [ns["sigma"]],
         "sigma_k = ps.calibrate_noise(3.0, 1e-5, **run, k=ps.Geometric(mean=10))": lambda ns: [ns["sigma_k"]],
     },
+    "risk.md": {
+        "r.tpr(1e-3)": lambda ns: [ns["r"].tpr(1e-3)],
+        "r.advantage": lambda ns: [ns["r"].advantage],
+    },
     "trainers.md": {
         "steps = math.ceil(epochs / sample_rate)": lambda ns: [ns["steps"]],
         "print(ps.privacy_profile(one_run).epsilon(1e-5))": lambda ns: [ns["ps"].privacy_profile(ns["one_run"]).epsilon(1e-5)],

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,7 @@ from .accounting.profile import ErrorBudget, PrivacyProfile
 from .mechanisms import Mechanism, NeighbouringRelation
 from .selection.certify import Certificate
 
-__all__ = ["Risk", "RiskTarget", "risk", "QUOTED_FPRS", "tuning_profile", "tuning_profiles"]
+__all__ = ["QUOTED_FPRS", "Risk", "RiskTarget", "risk", "tuning_profile", "tuning_profiles"]
 
 #: The false-positive rates people quote (the report's table).
 QUOTED_FPRS = (1e-4, 1e-3, 1e-2, 0.1)

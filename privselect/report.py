@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from .mechanisms import Mechanism
 from .attack_risk import QUOTED_FPRS, Risk, risk
+from .mechanisms import Mechanism
 from .selection.certify import Certificate
 
-__all__ = ["Report", "report_text", "report_html", "RISK_BASELINE"]
+__all__ = ["RISK_BASELINE", "Report", "report_html", "report_text"]
 
 #: The reconstruction baseline the report quotes (an attacker who, without the record, rebuilds it 1 in 1000).
 RISK_BASELINE = 1e-3
@@ -59,7 +59,7 @@ class Report:
     run: Risk | None = None
 
     @classmethod
-    def of(cls, cert: Certificate, *, with_run: bool = True) -> "Report":
+    def of(cls, cert: Certificate, *, with_run: bool = True) -> Report:
         """The risks of ``cert`` (``ps.risk``) and, with ``with_run``, of one of its runs."""
         if not isinstance(cert, Certificate):
             raise TypeError(f"cert must be a Certificate, got {type(cert).__name__}")
@@ -177,7 +177,7 @@ def _text(facts: Report) -> str:
     lines += [head, "  " + "-" * (len(head) - 2)]
     for attack, what, tuned, run in facts.rows():
         lines.append(f"  {attack:<21}{what:<42}{tuned:>10.4g}" + (f"{run:>10.4g}" if has_run else ""))
-    lines += ["", "Bound families tried (epsilon at delta = %.3g):" % cert.delta]
+    lines += ["", f"Bound families tried (epsilon at delta = {cert.delta:.3g}):"]
     for name, value in cert.alternatives.items():
         mark = "  <- certified" if name == cert.bound else ""
         lines.append(f"  {name:<18}{value:>10.4g}{mark}")

@@ -13,7 +13,7 @@ import privselect as ps
 from privselect.accounting.average import HyperparameterMixture
 
 ALPHAS = np.array([1e-4, 1e-3, 1e-2, 0.1])
-DPSGD = dict(noise_multiplier=1.1, sample_rate=256 / 60000, steps=14063)
+DPSGD = {"noise_multiplier": 1.1, "sample_rate": 256 / 60000, "steps": 14063}
 
 
 def gaussian_tpr(alpha, mu):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 from scipy import optimize
@@ -37,6 +37,9 @@ from ..mechanisms import Mechanism, dpsgd
 from .bounds.cor62 import Cor62Thresholds, cor62_thresholds, meets_thresholds
 from .certify import FAMILIES, RELEASE_ALL, certify
 from .distributions import Geometric, KDistribution
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from ..attack_risk import RiskTarget
 
 __all__ = [
     "calibrate_noise",

@@ -37,7 +37,7 @@ from . import _validation as check
 from .accounting import privacy_profile
 from .accounting.profile import ErrorBudget, PrivacyProfile
 from .mechanisms import Mechanism, NeighbouringRelation
-from .selection.certify import Certificate
+
 
 __all__ = ["QUOTED_FPRS", "Risk", "RiskTarget", "risk", "tuning_profile", "tuning_profiles"]
 
@@ -333,8 +333,9 @@ def _(x: Mechanism, **accountant_options: Any) -> Risk:
     return Risk(profiles=(profile,), relation=str(x.relation), source=f"profile ({profile.accountant}) of {x!r}")
 
 
-@risk.register
-def _(x: Certificate, **accountant_options: Any) -> Risk:
+def certificate_risk(x: Any, **accountant_options: Any) -> Risk:
+    """``risk`` of a certificate (registered for ``Certificate`` by ``privselect.selection.certify``): the tuning's
+    profiles (``tuning_profiles``) and the certificate's (epsilon, delta)."""
     profiles = tuning_profiles(x, **accountant_options)
     pairs = ((float(x.epsilon), float(x.delta)),) if math.isfinite(x.epsilon) else ()
     what = "the certificate's (epsilon, delta)" if not profiles else \
@@ -342,7 +343,7 @@ def _(x: Certificate, **accountant_options: Any) -> Risk:
     return Risk(profiles=profiles, pairs=pairs, relation=x.relation, source=f"{what}: {x}")
 
 
-def tuning_profile(certificate: Certificate, **accountant_options: Any) -> PrivacyProfile | None:
+def tuning_profile(certificate: Any, **accountant_options: Any) -> PrivacyProfile | None:
     """The profile of the whole procedure a certificate covers: the one it carries (``certificate.profile``),
     else, for a best-of-K certificate on a mechanism, KRW 2024's selection profile rebuilt from its base and K
     law (``accountant="auto"`` unless given); None where only the (epsilon, delta) pair is known (KRW Cor. 6.2,
@@ -367,7 +368,7 @@ def unsupported_reason_mixture(k) -> str | None:
     return unsupported_reason(k, "mixture")
 
 
-def tuning_profiles(certificate: Certificate, **accountant_options: Any) -> tuple[PrivacyProfile, ...]:
+def tuning_profiles(certificate: Any, **accountant_options: Any) -> tuple[PrivacyProfile, ...]:
     """Every profile that bounds the procedure: ``tuning_profile`` and, for a best-of-K release of a mechanism,
     the K-mixture profile of releasing K and every run (the best is a post-processing of them; tighter than
     KRW's selection bound near eps = 0, hence for the advantage and large FPRs)."""

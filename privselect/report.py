@@ -14,12 +14,13 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .attack_risk import QUOTED_FPRS, Risk, risk
 from .mechanisms import Mechanism
-from .selection.certify import Certificate
+
 
 __all__ = ["RISK_BASELINE", "Report", "report_html", "report_text"]
 
@@ -38,7 +39,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.3g}%" if x >= 1e-4 else f"{100 * x:.2e}%"
 
 
-def _run_risk(cert: Certificate) -> Risk | None:
+def _run_risk(cert: Any) -> Risk | None:
     """The risk of ONE run (for the comparison column), where the certificate knows its run."""
     if cert.run_profile is not None:
         return risk(cert.run_profile)
@@ -54,14 +55,14 @@ class Report:
     Build it once with [`Report.of`][privselect.report.Report.of]; ``text()`` and ``html()`` render it.
     """
 
-    cert: Certificate
+    cert: Any
     tuning: Risk
     run: Risk | None = None
 
     @classmethod
-    def of(cls, cert: Certificate, *, with_run: bool = True) -> Report:
+    def of(cls, cert: Any, *, with_run: bool = True) -> Report:
         """The risks of ``cert`` (``ps.risk``) and, with ``with_run``, of one of its runs."""
-        if not isinstance(cert, Certificate):
+        if not all(hasattr(cert, name) for name in ("epsilon", "delta", "alternatives", "k", "bound", "theorem")):
             raise TypeError(f"cert must be a Certificate, got {type(cert).__name__}")
         return cls(cert, risk(cert), _run_risk(cert) if with_run else None)
 
@@ -148,7 +149,7 @@ def _relation(relation: str) -> str:
             "replace_one": "data sets that differ by replacing one record"}.get(relation, relation)
 
 
-def _budget(c: Certificate) -> str:
+def _budget(c: Any) -> str:
     b = c.error_budget
     return f"eps error <= {b.eps_error:.3g}, delta error <= {b.delta_error:.3g} (already inside every number)"
 
@@ -156,12 +157,12 @@ def _budget(c: Certificate) -> str:
 # -- text ---------------------------------------------------------------------------------------------------
 
 
-def report_text(cert: Certificate) -> str:
+def report_text(cert: Any) -> str:
     """The guarantee in words and the table of certified risks (tuning, and one run where known)."""
     return Report.of(cert).text()
 
 
-def report_html(cert: Certificate) -> str:
+def report_html(cert: Any) -> str:
     """A self-contained HTML page: the guarantee in words, the risk table, the trade-off curve with the quoted
     points marked, the profile, the certificate's alternatives and what is public."""
     return Report.of(cert).html()

@@ -19,6 +19,7 @@ from .. import _validation as check
 from ..accounting import privacy_profile
 from ..accounting.average import HyperparameterMixture, average_profile
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
+from ..attack_risk import certificate_risk, risk
 from ..mechanisms import Mechanism, NeighbouringRelation, mechanism_from_dict
 from .bounds import (COR62, EPS_Q_RANGE, Cor62Thresholds, all_meet, law_bound, rdp_selection_epsilon,
                      selection_profile, smallest_cor62_base_epsilon, supports_rdp_selection, unsupported_reason)
@@ -146,13 +147,19 @@ class Certificate:
     def report(self, *, html: bool = False) -> str:
         """What this certificate means to a reader: the guarantee in words and the certified attack risks
         (``privselect.report``; ``html=True``: a self-contained page with the trade-off curve and profile)."""
-        from ..report import Report
+        from ..report import Report  # the report layer reads certificates; it imports no certify
 
         built = Report.of(self)
         return built.html() if html else built.text()
 
     def __str__(self) -> str:
         return f"({self.epsilon:.4g}, {self.delta:.3g})-DP for the best of K ~ {self.k!r} runs [{self.theorem}]"
+
+
+@risk.register
+def _certificate_risk(x: Certificate, **accountant_options: Any) -> Any:
+    """``ps.risk`` of a certificate: the tuning's risk (``privselect.attack_risk.certificate_risk``)."""
+    return certificate_risk(x, **accountant_options)
 
 
 def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *, bound: str | None = None,

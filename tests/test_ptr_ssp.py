@@ -297,3 +297,11 @@ def test_trivial_regressor_certificate_is_zero_dp():
     X, y = _data(n=50, d=2, seed=3)
     cert = TrivialRegressor(x_bound=1.0, y_bound=1.0).fit(X, y).certificate_
     assert (cert.epsilon, cert.delta) == (0.0, 0.0)
+
+
+def test_pure_dp_output_perturbation_certificate_is_its_epsilon_at_delta_zero():
+    from privselect.apps.ptr import OutputPerturbationRegressor
+
+    X, y = _data(n=200, d=2, seed=4)
+    cert = OutputPerturbationRegressor(epsilon=0.7, delta=None, x_bound=1.0, y_bound=1.0, random_state=0).fit(X, y).certificate_
+    assert (cert.epsilon, cert.delta) == (0.7, 0.0)

@@ -69,8 +69,8 @@ class PrivateLinearRegressor(RegressorMixin, BaseEstimator):
         return np.random.default_rng(self.random_state)
 
     def _record_certificate(self) -> None:
-        """Set ``certificate_``: the certified (epsilon, delta) of this fit's `privacy` at ``delta``."""
-        self.certificate_ = release_certificate(self.privacy, float(getattr(self, "delta", 0.0)))
+        """Set ``certificate_``: the certified (epsilon, delta) of this fit's `privacy` at ``delta`` (0 for pure DP)."""
+        self.certificate_ = release_certificate(self.privacy, float(getattr(self, "delta", None) or 0.0))
 
     def predict(self, X) -> np.ndarray:
         """x . coef_ on rows clipped to ``x_bound``, clipped to [-y_bound, y_bound]."""

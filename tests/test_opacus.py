@@ -259,9 +259,11 @@ def test_strip_sets_the_optimizer_generator_to_none(example, digits):
 def test_the_docs_complete_opacus_loop_runs_and_releases_a_certified_state_dict(example, digits):
     page = (ROOT / "docs" / "trainers.md").read_text(encoding="utf-8")
     section = page[page.index("## A complete Opacus training loop"):]
-    [code] = re.findall(r"```python\n(.*?)```", section[:section.index("\n## ", 4)], re.DOTALL)
+    code, empty_batches = re.findall(r"```python\n(.*?)```", section[:section.index("\n## ", 4)], re.DOTALL)
     namespace: dict = {"__name__": "docs_trainers_opacus"}
     exec(compile(code, "trainers.md[opacus loop]", "exec"), namespace)
+    exec(compile(empty_batches, "trainers.md[empty Poisson batch]", "exec"), namespace)  # runs, NaN loss and all
+    assert all(torch.isfinite(p).all() for p in namespace["net"].parameters())  # the noise-only steps are finite
     result, one_run_docs = namespace["result"], namespace["opacus_run"]
     assert set(result.best_output) == {"0.weight", "0.bias", "2.weight", "2.bias"}
     _, (X_test, y_test) = digits

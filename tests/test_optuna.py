@@ -270,7 +270,8 @@ def test_optuna_habits_get_errors_that_say_why_and_what_instead():
 def test_composed_trials_with_a_callable_privacy_say_what_to_do_and_name_only_the_flag_passed(flags):
     from privselect.tuning.space import Choice
 
-    privacy = lambda p: ps.Gaussian(p["sigma"])  # noqa: E731
+    def privacy(p):
+        return ps.Gaussian(p["sigma"])
     with pytest.raises(ValueError) as info:
         PrivateStudy(privacy, K, 1e-6, privacy_space={"sigma": Choice([2.0, 4.0])}, **flags)
     message = str(info.value)

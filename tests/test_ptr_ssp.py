@@ -257,7 +257,13 @@ def test_private_ridge_recovers_at_least_half_of_the_oracle_gain_on_elevators_at
 
 
 def _one_fit_estimators():
-    from privselect.apps.ptr import AdaOPSRegressor, OPSPTRRegressor, OPSRegressor, OutputPerturbationRegressor, TukeyEMRegressor
+    from privselect.apps.ptr import (
+        AdaOPSRegressor,
+        OPSPTRRegressor,
+        OPSRegressor,
+        OutputPerturbationRegressor,
+        TukeyEMRegressor,
+    )
 
     bounds = {"x_bound": 1.0, "y_bound": 1.0}
     return [SSPRidgeSelectionRegressor(epsilon=1.0, random_state=0, **bounds),

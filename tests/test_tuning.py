@@ -195,9 +195,11 @@ def test_zero_dimensional_torch_scores_are_accepted_and_others_are_told_the_scor
         return torch.tensor(params["x"], requires_grad=True) * 2, None
     result = tuner(train=trainer, seed=3, k=ps.Geometric(mean=5)).run(None)
     assert type(result.best_score) is float and 0.0 <= result.best_score <= 2.0
+    def returning(bad):
+        return lambda params, data, rng: (bad, None)
     for bad in (torch.tensor([3.0]), torch.tensor(True), torch.tensor(1 + 2j)):
         with pytest.raises(TrainerContractError, match=r"whose score is a torch.Tensor with \d dimension"):
-            tuner(train=lambda params, data, rng: (bad, None)).dry_run(None)
+            tuner(train=returning(bad)).dry_run(None)
 
 
 def test_scores_never_import_torch():

@@ -75,6 +75,10 @@ _PUBLIC: dict[str, str] = {
     "TuningResult": ".tuning",
     "FinalRun": ".tuning",
     "space": ".tuning.space",
+    "Choice": ".tuning.space",
+    "Uniform": ".tuning.space",
+    "LogUniform": ".tuning.space",
+    "IntUniform": ".tuning.space",
     # apps
     "DPSGDClassifier": ".apps.dpsgd",
     "make_dpsgd_trainer": ".apps.dpsgd",

@@ -299,7 +299,7 @@ def plot_certificates(certificates: Certificate | Sequence[Certificate] | Mappin
     if single:
         cert = items[0][1]
         ax.set_xticks(range(len(families)), families)
-        ax.set_title(f"chosen: {cert.bound} ({cert.theorem})", fontsize=9)
+        _fitted_title(ax, f"chosen: {cert.bound} ({cert.theorem})", fontsize=9)
     else:
         names = [textwrap.fill(name, 14) if name is not None else k_label(cert.k) for name, cert in items]
         ax.set_xticks(range(len(items)), names, fontsize=8)
@@ -313,6 +313,19 @@ def plot_certificates(certificates: Certificate | Sequence[Certificate] | Mappin
     where = f" at $\\delta={_tex_number(deltas.pop())}$" if len(deltas) == 1 else ""
     ax.set_ylabel(rf"certified $\varepsilon${where}")
     return ax
+
+
+def _fitted_title(ax: Axes, text: str, fontsize: float) -> None:
+    """Set ``text`` as the title, wrapped to the axes' width (a character is ~0.6 em wide), and make room."""
+    figure = ax.figure
+    axes_inches = ax.get_position().width * figure.get_figwidth()
+    chars = max(20, int(axes_inches * 72 / (0.6 * fontsize)))
+    wrapped = textwrap.fill(text, chars)
+    ax.set_title(wrapped, fontsize=fontsize)
+    lines = wrapped.count("\n") + 1
+    if lines > 1 and ax.get_subplotspec() is not None and not figure.get_constrained_layout():
+        top = figure.subplotpars.top - (lines - 1) * 1.3 * fontsize / 72 / figure.get_figheight()
+        figure.subplots_adjust(top=max(top, 0.5))
 
 
 def k_label(k: Any) -> str:

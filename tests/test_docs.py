@@ -181,3 +181,17 @@ def test_api_reference_documents_each_object_once(site):
         if isinstance(obj, (type, types.FunctionType, types.ModuleType)):
             homes.setdefault(id(obj), []).append(anchor)
     assert [paths for paths in homes.values() if len(paths) > 1] == []
+
+
+def test_reporting_example_sentence_names_the_installed_version():
+    import importlib.metadata
+
+    import privselect
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "reporting.md").read_text()
+    named = re.findall(r"with privselect (\d+\.\d+\.\d+)", text)
+    assert named and set(named) == {privselect.__version__}
+    try:
+        assert importlib.metadata.version("privselect") == privselect.__version__
+    except importlib.metadata.PackageNotFoundError:  # run from a clone that is not installed
+        pass

@@ -84,6 +84,31 @@ def test_description_counts_the_steps_opacus_accountant_records(n, batch):
     assert ps_opacus.description(sigma, data_loader=dp_loader, epochs=epochs) == expected
     assert ps_opacus.description(sigma, sample_rate=1 / len(loader), steps=steps) == expected
     assert steps == epochs * (len(loader) - (n == 930))  # int(1 / (1 / 93)) = 92
+    # the same from the public sizes alone, no loader
+    assert ps_opacus.description(sigma, batch_size=batch, dataset_size=n, epochs=epochs) == expected
+
+
+@pytest.mark.parametrize("n, batch, drop_last", [(930, 10, False), (1001, 50, False), (1001, 50, True), (7, 10, False)])
+def test_description_from_batch_size_and_dataset_size_matches_the_loader(n, batch, drop_last):
+    from torch.utils.data import DataLoader, TensorDataset
+
+    loader = DataLoader(TensorDataset(torch.zeros(n, 1)), batch_size=batch, drop_last=drop_last)
+    from_sizes = ps_opacus.description(1.1, batch_size=batch, dataset_size=n, drop_last=drop_last, epochs=3)
+    assert from_sizes == ps_opacus.description(1.1, data_loader=loader, epochs=3)
+    # q = 1 / len(loader); int(1 / q) steps per epoch (92 for 93 batches, as Opacus's Poisson loader runs them)
+    q = 1 / len(loader)
+    assert from_sizes == ps_opacus.description(1.1, sample_rate=q, steps=3 * int(1 / q))
+
+
+def test_description_from_sizes_refuses_half_given_or_empty():
+    with pytest.raises(ValueError, match="batch_size and dataset_size together"):
+        ps_opacus.description(1.0, batch_size=10, epochs=1)
+    with pytest.raises(ValueError, match="exactly one of sample_rate or data_loader, or batch_size"):
+        ps_opacus.description(1.0, sample_rate=0.1, batch_size=10, dataset_size=100, epochs=1)
+    with pytest.raises(ValueError, match="leaves no batch"):
+        ps_opacus.description(1.0, batch_size=10, dataset_size=5, drop_last=True, epochs=1)
+    with pytest.raises(ValueError, match="dataset_size"):
+        ps_opacus.description(1.0, batch_size=10, dataset_size=0, epochs=1)
 
 
 def test_description_refuses_ambiguous_numbers():
@@ -234,9 +259,11 @@ def test_strip_sets_the_optimizer_generator_to_none(example, digits):
 def test_the_docs_complete_opacus_loop_runs_and_releases_a_certified_state_dict(example, digits):
     page = (ROOT / "docs" / "trainers.md").read_text(encoding="utf-8")
     section = page[page.index("## A complete Opacus training loop"):]
-    [code] = re.findall(r"```python\n(.*?)```", section[:section.index("\n## ", 4)], re.DOTALL)
+    code, empty_batches = re.findall(r"```python\n(.*?)```", section[:section.index("\n## ", 4)], re.DOTALL)
     namespace: dict = {"__name__": "docs_trainers_opacus"}
     exec(compile(code, "trainers.md[opacus loop]", "exec"), namespace)
+    exec(compile(empty_batches, "trainers.md[empty Poisson batch]", "exec"), namespace)  # runs, NaN loss and all
+    assert all(torch.isfinite(p).all() for p in namespace["net"].parameters())  # the noise-only steps are finite
     result, one_run_docs = namespace["result"], namespace["opacus_run"]
     assert set(result.best_output) == {"0.weight", "0.bias", "2.weight", "2.bias"}
     _, (X_test, y_test) = digits

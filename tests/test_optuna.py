@@ -264,3 +264,42 @@ def test_optuna_habits_get_errors_that_say_why_and_what_instead():
         s.optimize(objective, show_progress_bar=True)
     with pytest.raises(PrivateStudyError, match="callbacks=: callbacks would see every trial"):
         s.optimize(objective, callbacks=[print])
+
+
+@pytest.mark.parametrize("flags", [{"adaptive": True}, {"reveal_k": True}])
+def test_composed_trials_with_a_callable_privacy_say_what_to_do_and_name_only_the_flag_passed(flags):
+    from privselect.tuning.space import Choice
+
+    def privacy(p):
+        return ps.Gaussian(p["sigma"])
+    with pytest.raises(ValueError) as info:
+        PrivateStudy(privacy, K, 1e-6, privacy_space={"sigma": Choice([2.0, 4.0])}, **flags)
+    message = str(info.value)
+    (passed,) = flags
+    other = "reveal_k" if passed == "adaptive" else "adaptive"
+    assert f"{passed}=True" in message and f"{other}=True" not in message
+    assert "privacy is a callable" in message and "adaptive=False" in message
+    assert "smallest noise multiplier" in message  # the other way out: one dominating Mechanism
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+def test_optuna_visualization_explains_a_private_study_or_result_even_without_plotly():
+    import optuna.visualization as vis
+
+    s = study()
+    result = s.optimize(objective)
+    names = [n for n in dir(vis) if n.startswith("plot_")]
+    assert "plot_optimization_history" in names
+    for name in names:
+        for target in (s, result, [result]):
+            with pytest.raises(TypeError, match=f"{name}: a PrivateStudy keeps no trials by design"):
+                getattr(vis, name)(target)
+    # an ordinary Optuna study still reaches Optuna's own function (its plotly check, or a figure)
+    plain = optuna.create_study()
+    plain.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
+    try:
+        figure = vis.plot_optimization_history(plain)
+    except ImportError as exc:
+        assert "plotly" in str(exc)
+    else:
+        assert figure is not None

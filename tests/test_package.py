@@ -47,6 +47,16 @@ def test_every_public_name_resolves_lazily_and_star_import_works():
     assert found == {"missing": [], "star": [], "sklearn_after_dpsgd": True}
 
 
+def test_search_space_laws_are_at_top_level_without_importing_them_on_import():
+    from privselect.tuning import space
+
+    for name in ("Choice", "Uniform", "LogUniform", "IntUniform"):
+        assert name in privselect.__all__ and getattr(privselect, name) is getattr(space, name)
+    out = _python("import sys, json, privselect\n"
+                  "print(json.dumps('privselect.tuning.space' in sys.modules))")
+    assert json.loads(out) is False  # `import privselect` stays light: the laws load on first use
+
+
 def test_lazy_names_are_the_defining_objects():
     from privselect.mechanisms import Gaussian
     from privselect.selection import certify

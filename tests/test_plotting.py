@@ -245,3 +245,20 @@ def test_module_imports_without_matplotlib():
             raise AssertionError("no ImportError")
     """)
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_plot_certificates_title_fits_the_figure_even_for_a_long_theorem():
+    import dataclasses
+
+    cert = ps.certify(ps.Gaussian(2.0), ps.Geometric(mean=10), 1e-6)
+    long = dataclasses.replace(cert, theorem="KRW Cor. 6.2 on the averaged profile of a hyperparameter mixture, "
+                                             "with the searched base epsilon and its proven error terms")
+    for c in (cert, long):
+        ax = plot_certificates(c)
+        fig = ax.figure
+        fig.canvas.draw()
+        title = ax.title.get_window_extent(fig.canvas.get_renderer())
+        assert title.x0 >= 0 and title.x1 <= fig.bbox.x1 and title.y1 <= fig.bbox.y1
+        assert not title.overlaps(ax.get_window_extent())  # above the axes, not on the bars or legend
+        assert c.theorem.split()[-1] in ax.get_title()
+        plt.close(fig)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -252,3 +254,60 @@ def test_private_ridge_recovers_at_least_half_of_the_oracle_gain_on_elevators_at
     assert oracle < two
     assert two - private >= 0.5 * (two - oracle)
     assert fits[0].certified_epsilon() == float(ps.privacy_profile(fits[0].privacy).epsilon(1e-6)) <= 1.0
+
+
+def _one_fit_estimators():
+    from privselect.apps.ptr import (
+        AdaOPSRegressor,
+        OPSPTRRegressor,
+        OPSRegressor,
+        OutputPerturbationRegressor,
+        TukeyEMRegressor,
+    )
+
+    bounds = {"x_bound": 1.0, "y_bound": 1.0}
+    return [SSPRidgeSelectionRegressor(epsilon=1.0, random_state=0, **bounds),
+            SSPRidgeSelectionRegressor(epsilon=1.0, n_max=10, random_state=0, **bounds),  # no selection: AdaSSP path
+            AdaSSPRegressor(epsilon=1.0, random_state=0, **bounds), AdaSSPWangRegressor(epsilon=1.0, random_state=0, **bounds),
+            OPSRegressor(epsilon=1.0, random_state=0, **bounds), OPSPTRRegressor(epsilon=1.0, random_state=0, **bounds),
+            OutputPerturbationRegressor(epsilon=1.0, random_state=0, **bounds),
+            AdaOPSRegressor(epsilon=1.0, random_state=0, **bounds),
+            TukeyEMRegressor(epsilon=1.0, n_min=1000, random_state=0)]
+
+
+@pytest.mark.parametrize("est", _one_fit_estimators(), ids=lambda e: type(e).__name__)
+def test_every_private_regressor_exposes_its_certificate_after_fit(est):
+    X, y = _data(n=2000, d=3, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    cert = est.certificate_
+    # the certificate is the accountant's bound on this fit's own description, at the fit's delta
+    assert cert.delta == est.delta and cert.base == est.privacy
+    assert cert.epsilon == pytest.approx(float(ps.privacy_profile(est.privacy).epsilon(est.delta)), rel=1e-9)
+    # each is calibrated to (epsilon, delta); OPS rounds up by at most 0.2%; Wang's printed calibration is looser
+    assert cert.epsilon <= 1.0 * 1.002
+    assert json.loads(cert.to_json())["epsilon"] == pytest.approx(cert.epsilon)
+
+
+def test_ssp_certificate_matches_the_closed_form_of_its_gaussian_releases():
+    """Two-release AdaSSP is exactly mu-GDP with mu = 1/sigma_G(1, 1e-6) (Balle, Wang 2018 Thm 8; DRS Cor. 3.3):
+    its certificate is epsilon = 1 at delta = 1e-6, to the accountant's accuracy."""
+    X, y = _data(n=500, d=3, seed=2)
+    est = AdaSSPRegressor(epsilon=1.0, delta=1e-6, release_lambda_min=False, x_bound=1.0, y_bound=1.0,
+                          random_state=0).fit(X, y)
+    assert est.certificate_.epsilon == pytest.approx(1.0, abs=1e-4)
+
+
+def test_trivial_regressor_certificate_is_zero_dp():
+    X, y = _data(n=50, d=2, seed=3)
+    cert = TrivialRegressor(x_bound=1.0, y_bound=1.0).fit(X, y).certificate_
+    assert (cert.epsilon, cert.delta) == (0.0, 0.0)
+
+
+def test_pure_dp_output_perturbation_certificate_is_its_epsilon_at_delta_zero():
+    from privselect.apps.ptr import OutputPerturbationRegressor
+
+    X, y = _data(n=200, d=2, seed=4)
+    cert = OutputPerturbationRegressor(epsilon=0.7, delta=None, x_bound=1.0, y_bound=1.0, random_state=0).fit(X, y).certificate_
+    assert (cert.epsilon, cert.delta) == (0.7, 0.0)

@@ -167,6 +167,52 @@ def test_a_return_that_is_not_a_score_is_a_programming_error_that_dry_run_raises
     assert tuner(train=sometimes, seed=3, k=ps.Geometric(mean=30)).run(None).best_score <= 0.5
 
 
+def test_a_pair_whose_score_has_the_wrong_type_is_told_the_score_type_not_the_tuple_length():
+    def trainer(params, data, rng):
+        return "3.0", None
+    with pytest.raises(TrainerContractError, match=r"pair \(score, output\) whose score is a str") as info:
+        tuner(train=trainer).dry_run(None)
+    assert "2-tuple" not in str(info.value) and "0-d torch tensor" in str(info.value)
+    vector = (np.array([1.0, 2.0]), None)
+    with pytest.raises(TrainerContractError, match=r"numpy.ndarray with 1 dimension\(s\) and dtype float64"):
+        tuner(train=lambda params, data, rng: vector).dry_run(None)
+
+
+@pytest.mark.parametrize("make", [lambda x: np.array(x), lambda x: np.array(x, dtype=np.float32),
+                                  lambda x: np.array(round(100 * x))])
+def test_zero_dimensional_numpy_scores_are_accepted_as_floats(make):
+    def trainer(params, data, rng):
+        return make(params["x"]), "out"
+    result = tuner(train=trainer, seed=3, k=ps.Geometric(mean=5)).run(None)
+    assert type(result.best_score) is float and result.best_output == "out"
+    assert type(tuner(train=trainer).dry_run(None).best_score) is float
+
+
+def test_zero_dimensional_torch_scores_are_accepted_and_others_are_told_the_score_type():
+    torch = pytest.importorskip("torch")
+
+    def trainer(params, data, rng):
+        return torch.tensor(params["x"], requires_grad=True) * 2, None
+    result = tuner(train=trainer, seed=3, k=ps.Geometric(mean=5)).run(None)
+    assert type(result.best_score) is float and 0.0 <= result.best_score <= 2.0
+    def returning(bad):
+        return lambda params, data, rng: (bad, None)
+    for bad in (torch.tensor([3.0]), torch.tensor(True), torch.tensor(1 + 2j)):
+        with pytest.raises(TrainerContractError, match=r"whose score is a torch.Tensor with \d dimension"):
+            tuner(train=returning(bad)).dry_run(None)
+
+
+def test_scores_never_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from privselect.tuning.engine import split_return, TrainerContractError\n"
+            "assert split_return((np.array(2.5), 'o')) == (2.5, 'o')\n"
+            "try:\n    split_return((object(), None))\nexcept TrainerContractError:\n    pass\n"
+            "assert 'torch' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
 def test_all_runs_failing_raises_an_error_without_run_data():
     def trainer(params, data, rng):
         raise ValueError(f"boom-{params['x']}")

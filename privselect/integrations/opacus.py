@@ -69,20 +69,35 @@ def steps_per_epoch(data_loader: Any) -> int:
 
 
 def description(noise_multiplier: float, *, sample_rate: float | None = None, data_loader: Any = None,
-                epochs: int | None = None, steps: int | None = None) -> Mechanism:
+                epochs: int | None = None, steps: int | None = None, batch_size: int | None = None,
+                dataset_size: int | None = None, drop_last: bool = False) -> Mechanism:
     """The mechanism of one Opacus training run (Abadi et al. 2016 DP-SGD, Poisson sampling, add/remove).
 
-    Give ``sample_rate`` or ``data_loader`` (the loader handed to ``make_private``, or the
-    ``DPDataLoader`` it returned), and ``epochs`` or ``steps`` (optimizer steps taken). With a
-    loader and ``epochs``, ``steps = epochs * steps_per_epoch(data_loader)``, as Opacus's
-    accountant counts them; with ``sample_rate`` and ``epochs``, ``steps = epochs * int(1 / q)``.
+    Give the sampling as ``sample_rate``, or ``data_loader`` (the loader handed to ``make_private``,
+    or the ``DPDataLoader`` it returned), or ``batch_size`` and ``dataset_size`` (public numbers
+    describing that loader, no loader needed: q = 1 / len(loader), len(loader) = ceil(N / B), or
+    floor(N / B) with ``drop_last=True``, as ``make_private`` computes it); and ``epochs`` or ``steps``
+    (optimizer steps taken). With a loader (or its sizes) and ``epochs``, ``steps = epochs *
+    steps_per_epoch``, as Opacus's accountant counts them; with ``sample_rate`` and ``epochs``,
+    ``steps = epochs * int(1 / q)``.
     """
-    if (sample_rate is None) == (data_loader is None):
-        raise ValueError("give exactly one of sample_rate or data_loader")
+    sizes = (batch_size, dataset_size)
+    if (sizes[0] is None) != (sizes[1] is None):
+        raise ValueError("give batch_size and dataset_size together (the loader's batch size and the public number "
+                         "of records)")
+    if (sample_rate is not None) + (data_loader is not None) + (batch_size is not None) != 1:
+        raise ValueError("give exactly one of sample_rate or data_loader, or batch_size with dataset_size")
     if (epochs is None) == (steps is None):
         raise ValueError("give exactly one of epochs or steps")
     if data_loader is not None:
         rate, per_epoch = sample_rate_of(data_loader), steps_per_epoch(data_loader)
+    elif batch_size is not None:
+        b, n = check.positive_int("batch_size", batch_size), check.positive_int("dataset_size", dataset_size)
+        batches = n // b if drop_last else -(-n // b)
+        if batches < 1:
+            raise ValueError(f"drop_last=True with batch_size={b} > dataset_size={n} leaves no batch")
+        rate = 1 / batches
+        per_epoch = int(1 / rate)  # what Opacus's Poisson loader yields per epoch (int(1 / (1/93)) = 92)
     else:
         rate = check.half_open_unit("sample_rate", sample_rate)
         per_epoch = int(1 / rate)

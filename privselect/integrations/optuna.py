@@ -152,6 +152,35 @@ _OPTIMIZE_OPTIONS = {
 }
 
 
+def _explain_plots(optuna) -> None:
+    """Make every ``optuna.visualization`` (and ``.matplotlib``) ``plot_*`` explain, before its plotly or
+    matplotlib check, that a private study or its result has no trials to plot. Any other study
+    goes to Optuna's function unchanged. Idempotent; called when a PrivateStudy is built."""
+    import importlib
+
+    for module_name in ("optuna.visualization", "optuna.visualization.matplotlib"):
+        module = importlib.import_module(module_name)
+        for name in [n for n in dir(module) if n.startswith("plot_")]:
+            plot = getattr(module, name)
+            if callable(plot) and not getattr(plot, "privselect_explains", False):
+                setattr(module, name, _explaining(plot, f"{module_name}.{name}"))
+
+
+def _explaining(plot: Callable[..., Any], qualified: str) -> Callable[..., Any]:
+    def explained(*args: Any, **kwargs: Any) -> Any:
+        study = args[0] if args else kwargs.get("study")
+        studies = study if isinstance(study, (list, tuple)) else [study]  # plot_edf takes a list of studies
+        if any(isinstance(s, (PrivateStudy, PrivateStudyResult)) for s in studies):
+            raise TypeError(f"{qualified}: {_NO_TRIALS}. optuna.visualization cannot plot a private study or its "
+                            "result for that reason; plot the certificate instead (privselect.plotting)")
+        return plot(*args, **kwargs)
+
+    explained.__wrapped__ = plot  # type: ignore[attr-defined]
+    explained.__name__, explained.__doc__ = plot.__name__, plot.__doc__
+    explained.privselect_explains = True  # type: ignore[attr-defined]
+    return explained
+
+
 def _distribution(kind: str, low: Any, high: Any, step: Any, log: bool) -> Distribution:
     """The privselect law of an Optuna suggestion (the law Optuna's RandomSampler draws from)."""
     if kind == "float":
@@ -353,6 +382,7 @@ class PrivateStudy:
                  accountant_options: dict[str, Any] | None = None, final: FinalRun | None = None,
                  pruner: Any = None, directions: Any = None):
         optuna = _optuna()
+        _explain_plots(optuna)
         if pruner is not None and not isinstance(pruner, optuna.pruners.NopPruner):
             raise PrivateStudyError(
                 f"pruner= is refused: {_PRUNING.split('. The study')[0]}, which no certificate covers. Remove "
@@ -386,7 +416,7 @@ class PrivateStudy:
                                    release)
         self._sampler = self._check_sampler(optuna, sampler)
         if (self.adaptive or self.reveal_k) and not isinstance(privacy, Mechanism):
-            raise ValueError("adaptive=True and reveal_k=True compose the trials: privacy must be a Mechanism")
+            raise ValueError(self._composed_privacy_message(privacy))
         if self.adaptive and self._plan.n_jobs != 1:
             raise ValueError("adaptive=True runs the trials one after another (the sampler needs each value): "
                              "use n_jobs=1")
@@ -398,6 +428,18 @@ class PrivateStudy:
             raise ValueError("final= takes a privselect.FinalRun on the full data (data='full'), with privacy a Mechanism "
                              "or PrivacyProfile, adaptive=False and reveal_k=False")
         self.final = final
+
+    def _composed_privacy_message(self, privacy: Any) -> str:
+        """What to do when adaptive=True or reveal_k=True meets a privacy that is not a Mechanism."""
+        flag = " and ".join(f"{name}=True" for name, on in (("adaptive", self.adaptive), ("reveal_k", self.reveal_k)) if on)
+        given = "a callable" if callable(privacy) and not isinstance(privacy, PrivacyProfile) else type(privacy).__name__
+        why = ("the sampler sees every trial's value, so K and every trial are released and the trials are composed"
+               if self.adaptive else "K and every trial are released, so the trials are composed")
+        return (f"{flag}: {why}, which needs privacy to be one fixed Mechanism (e.g. ps.Gaussian(...)), but privacy "
+                f"is {given}. Either pass adaptive=False{' and reveal_k=False' if self.reveal_k else ''} (a "
+                "the default sampler, RandomSampler; only the best trial is released, and a callable privacy "
+                "with privacy_space is certified), or pass as privacy one Mechanism that dominates every trial's "
+                "privacy (for Gaussian trials: the Gaussian of the smallest noise multiplier privacy_space can draw).")
 
     privacy = property(lambda self: self._privacy.privacy, doc="The privacy of one trial, as declared.")
     k = property(lambda self: self._plan.k)

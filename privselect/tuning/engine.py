@@ -186,16 +186,53 @@ class Selected:
 
 
 def split_return(returned: Any) -> tuple[float, Any]:
-    """(score, output) from a trainer's return value: a real number, or a (real number, output) pair."""
-    if isinstance(returned, tuple) and len(returned) == 2 and _is_real(returned[0]):
-        return float(returned[0]), returned[1]
-    if _is_real(returned):
-        return float(returned), None
-    shape = f"a {len(returned)}-tuple" if isinstance(returned, tuple) else type(returned).__name__
+    """(score, output) from a trainer's return value: a score, or a (score, output) pair.
+
+    A score is a real number (int, float, numpy scalar; not bool), a 0-d numpy array of a real
+    dtype or a 0-d torch tensor of a real dtype (only if torch is already imported: torch is
+    never imported here); arrays and tensors become a Python float here, inside the run.
+    """
+    if isinstance(returned, tuple) and len(returned) == 2:
+        score = _as_score(returned[0])
+        if score is not None:
+            return score, returned[1]
+        raise TrainerContractError(
+            f"the trainer returned a pair (score, output) whose score is {_describe(returned[0])}; the score must "
+            "be a real number (a float, int or numpy scalar, or a 0-d numpy array or 0-d torch tensor: "
+            "e.g. loss.item()). This is a programming error: use dry_run(public_data) to debug it before "
+            "touching private data.")
+    score = _as_score(returned)
+    if score is not None:
+        return score, None
+    shape = f"a {len(returned)}-tuple" if isinstance(returned, tuple) else _describe(returned)
     raise TrainerContractError(
-        f"the trainer returned {shape}; it must return a real number (the score) or a pair (score, output). "
-        "This is a programming error: use dry_run(public_data) to debug it before touching private data."
+        f"the trainer returned {shape}; it must return a score (a real number, or a 0-d numpy array or torch "
+        "tensor) or a pair (score, output). This is a programming error: use dry_run(public_data) to debug it "
+        "before touching private data."
     )
+
+
+def _as_score(value: Any) -> float | None:
+    """``value`` as a float if it is a score (see `split_return`), else None."""
+    if _is_real(value):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return float(value) if value.ndim == 0 and value.dtype.kind in "iuf" else None
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        real = value.dtype.is_floating_point or (not value.dtype.is_complex and value.dtype != torch.bool)
+        return float(value.detach().cpu().item()) if value.ndim == 0 and real else None
+    return None
+
+
+def _describe(value: Any) -> str:
+    """The type of ``value`` (and, for arrays and tensors, the number of dimensions and dtype): no values."""
+    kind = type(value)
+    name = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ not in ("builtins",) else kind.__qualname__
+    ndim, dtype = getattr(value, "ndim", None), getattr(value, "dtype", None)
+    if isinstance(ndim, int) and dtype is not None:
+        return f"a {name} with {ndim} dimension(s) and dtype {dtype}"
+    return f"a {name}"
 
 
 def _is_real(value: Any) -> bool:

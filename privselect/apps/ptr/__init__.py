@@ -13,9 +13,12 @@
   regressors (AdaSSP, AdaOPS, OPS-PTR) with one certificate;
 * [`tukey`][privselect.apps.ptr.tukey]: [`TukeyEMRegressor`][privselect.apps.ptr.TukeyEMRegressor], TukeyEM (Amin et al. 2023): no feature or label bounds;
 * [`table`][privselect.apps.ptr.table]: [`load_table`][privselect.apps.ptr.load_table], a user's own table mapped into public bounds;
+* [`certificate`][privselect.apps.ptr.certificate]: [`ReleaseCertificate`][privselect.apps.ptr.ReleaseCertificate], the
+  ``certificate_`` of every single-release regressor after ``fit`` (the tuned ones carry their selection certificate);
 * [`data`][privselect.apps.ptr.data]: a loader for the UCI regression files (takes a path).
 """
 
+from .certificate import ReleaseCertificate, release_certificate
 from .baselines import AdaOPSRegressor, NonPrivateRidge, OutputPerturbationRegressor, output_perturbation_alpha
 from .data import UCI_DATASETS, load_uci, read_numeric_table
 from .table import Table, load_table, read_table
@@ -64,5 +67,6 @@ __all__ = [
     "OutputPerturbationRegressor", "AdaOPSRegressor", "NonPrivateRidge", "output_perturbation_alpha",
     "TunedOPSPTRRegressor", "PrivateRegressorSelection", "RunBudget", "profile_run_budget", "selection_run_budget", "liu_talwar_run_budget", "LiuTalwarCertificate",
     "liu_talwar_certificate", "default_tuning_k",
+    "ReleaseCertificate", "release_certificate",
     "load_uci", "read_numeric_table", "UCI_DATASETS", "load_table", "read_table", "Table",
 ]

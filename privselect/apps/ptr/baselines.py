@@ -133,6 +133,7 @@ class OutputPerturbationRegressor(PrivateLinearRegressor):
         self.noise_scale_ = scale
         self.coef_ = theta + noise
         self.intercept_ = 0.0
+        self._record_certificate()
         return self
 
 
@@ -210,6 +211,7 @@ class AdaOPSRegressor(PrivateLinearRegressor):
         self.lambda_lower_, self.log_norm_upper_ = lam_lower, u_upper
         self.coef_ = sample_ops(theta, chol, gamma, rng) if gamma > 0 else np.zeros(d)
         self.intercept_ = 0.0
+        self._record_certificate()
         return self
 
 

@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ... import _validation as check
 from ...mechanisms import ApproxDP
+from .certificate import release_certificate
 from .gptr import BOTTOM, GeneralizedPTR, LaplaceBound, PTRResult
 from .ops import (
     clip_records,
@@ -66,6 +67,10 @@ class PrivateLinearRegressor(RegressorMixin, BaseEstimator):
 
     def _rng(self) -> np.random.Generator:
         return np.random.default_rng(self.random_state)
+
+    def _record_certificate(self) -> None:
+        """Set ``certificate_``: the certified (epsilon, delta) of this fit's `privacy` at ``delta`` (0 for pure DP)."""
+        self.certificate_ = release_certificate(self.privacy, float(getattr(self, "delta", None) or 0.0))
 
     def predict(self, X) -> np.ndarray:
         """x . coef_ on rows clipped to ``x_bound``, clipped to [-y_bound, y_bound]."""
@@ -162,6 +167,7 @@ class OPSRegressor(PrivateLinearRegressor):
         theta, chol = ridge_solution(Xc, yc, alpha)
         self.coef_ = sample_ops(theta, chol, gamma, rng)
         self.intercept_ = 0.0
+        self._record_certificate()
         return self
 
 
@@ -512,4 +518,5 @@ class OPSPTRRegressor(PrivateLinearRegressor):
                 f"eps_ops={mech.epsilon_ops:.4g}; the model predicts 0. This refusal is the ({self.epsilon:g}, "
                 f"{self.delta:g})-DP release; refitting on the same data is another release and must be "
                 "accounted for."), stacklevel=2)
+        self._record_certificate()
         return self

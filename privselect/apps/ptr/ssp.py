@@ -104,12 +104,18 @@ class TrivialRegressor(PrivateLinearRegressor):
         self.y_bound = y_bound
         self.random_state = random_state
 
+    @property
+    def privacy(self):
+        """``PureDP(0)``: the output does not depend on the records' values."""
+        return PureDP(0.0)
+
     def fit(self, X, y):
         check.positive("x_bound", self.x_bound)
         check.positive("y_bound", self.y_bound)
         Xc, _ = self._prepare(X, y)
         self.coef_ = np.zeros(Xc.shape[1])
         self.intercept_ = 0.0
+        self._record_certificate()
         return self
 
 
@@ -196,7 +202,9 @@ class AdaSSPRegressor(PrivateLinearRegressor):
         return lam_lower, _noisy_gram(xtx, s2, rng, symmetrise=True), X.T @ y + s3 * rng.standard_normal(d)
 
     def fit(self, X, y):
-        return self._fit_into(self, X, y)
+        self._fit_into(self, X, y)
+        self._record_certificate()
+        return self
 
     def _fit_into(self, target: PrivateLinearRegressor, X, y):
         """Fit with this estimator's parameters, storing the fitted attributes on ``target``."""
@@ -273,6 +281,7 @@ class AdaSSPWangRegressor(PrivateLinearRegressor):
         self.alpha_ = alpha
         self.coef_ = _solve(xtx_noisy + alpha * np.eye(d), xty_noisy)
         self.intercept_ = 0.0
+        self._record_certificate()
         return self
 
 
@@ -461,6 +470,7 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
                             x_bound=self.x_bound, y_bound=self.y_bound, random_state=self.random_state
                             )._fit_into(self, X, y)
             self.choice_ = None
+            self._record_certificate()
             return self
         clip = check.positive("score_clip", self.score_clip) * self.y_bound ** 2
         multipliers = self._multipliers()
@@ -487,4 +497,5 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
         self.noise_scales_ = (0.0, s2, s3)
         self.coef_ = coefs[:, choice].copy()
         self.intercept_ = 0.0
+        self._record_certificate()
         return self

@@ -237,6 +237,7 @@ class TukeyEMRegressor(PrivateLinearRegressor):
                 f"TukeyEM refused (⊥): the private distance {noisy:.4g} is at most {tau:.4g}; the model predicts 0. "
                 f"This refusal is the ({self.epsilon:g}, {self.delta:g})-DP release; refitting on the same data is "
                 "another release and must be accounted for."), stacklevel=2)
+        self._record_certificate()
         return self
 
     def predict(self, X) -> np.ndarray:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import importlib
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable

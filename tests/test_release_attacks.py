@@ -1069,7 +1069,6 @@ def test_a_run_outcome_shows_no_score_or_value_and_an_unpicklable_output_scores_
 
     from privselect.tuning.engine import RunOutcome
 
-    assert repr(RunOutcome(3, 0.123456, b"payload")) == "RunOutcome(index=3)"
     distributed = pytest.importorskip("distributed")
 
     def unpicklable(params, data, rng):
@@ -1080,6 +1079,7 @@ def test_a_run_outcome_shows_no_score_or_value_and_an_unpicklable_output_scores_
         logs = "".join(text for worker in client.get_worker_logs().values() for _, text in worker)
     assert result.selected and result.best_score <= 0.5
     assert "Failed to serialize" not in logs and "RunOutcome" not in logs
+    assert repr(RunOutcome(3, 0.123456, b"payload")) == "RunOutcome(index=3)"  # a repr in any log shows no value
 
 
 def test_threading_runs_in_flight_finish_silenced_before_the_study_returns(capfd):
@@ -1137,18 +1137,18 @@ def test_a_study_usage_error_on_a_data_branch_does_not_stop_the_study(misuse):
     def objective_on(data):
         def objective(trial):
             x = trial.suggest_float("x", 0, 1)
-            branch = data.max() > 2.5 and x > 0.5
+            branch = data.max() > 2.5 and trial.number % 2 == 0  # trial 0 always runs
             if misuse == "report" and branch:
                 trial.report(x, 0)
             sigma = 2.0 if misuse == "skip" and branch else trial.suggest_categorical("sigma", [2.0, 4.0])
             return x - sigma
         return objective
 
-    results = [PrivateStudy(lambda p: ps.Gaussian(p["sigma"]), ps.Geometric(mean=6), DELTA, seed=3,
+    k = ps.Binomial(8, 1 - 1e-12)  # K = 8: trials 0, 2, 4, 6 misuse on D, the others do not
+    results = [PrivateStudy(lambda p: ps.Gaussian(p["sigma"]), k, DELTA, seed=3,
                             privacy_space={"sigma": Choice([2.0, 4.0])}, accountant="prv").optimize(objective_on(data))
                for data in (D_HIGH, D_LOW)]
     assert all(result.selected for result in results)  # no PrivateStudyError / TrainerContractError on D only
-    assert results[0].best_params["x"] <= 0.5
 
 
 def _dies_on_d(params, data, rng):
@@ -1292,3 +1292,12 @@ def test_a_registered_converter_releases_a_type_of_yours():
     register_release(Model, lambda model: {"weights": model.weights})
     back = _released(Model(np.ones(2)))
     assert set(back) == {"weights"} and np.array_equal(back["weights"], np.ones(2))
+
+
+def test_the_operators_seed_stays_on_the_operators_object():
+    seed = 2**62 + 123457
+    tuner_ = _x_tuner(lambda params, data, rng: (params["x"], {"x": params["x"]}), seed=seed)
+    result = tuner_.run(None)
+    blob = pickle.dumps(result) + repr(result).encode() + str(result.to_dict()).encode()
+    assert str(seed).encode() not in blob and seed.to_bytes(8, "little") not in blob
+    assert tuner_.seed == seed  # the operator's argument, on the operator's object (docs/release.md)

@@ -459,10 +459,13 @@ def _stream_runs(backend: Backend, shared: tuple, runs_seed: np.random.SeedSeque
         except backend.worker_loss_errors():
             pass
     for index in np.flatnonzero(~received):
+        outcome = None
         try:
             # n_jobs as given: joblib runs a single job with n_jobs=1 in the driver itself
             outcome = _first(backend.imap_unordered(execute_run, shared, tasks([index]), n_jobs))
         except backend.worker_loss_errors():
+            pass
+        if outcome is None:  # lost on its own: the run, or the infrastructure? (outside the except: no context)
             _probe_infrastructure(backend, n_jobs)
             outcome = RunOutcome(int(index), math.nan)
         yield outcome

@@ -30,9 +30,9 @@ from ..selection.calibrate import calibrate_k_mean
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from .backends import BACKENDS
-from .engine import RunSeeds, SelectionPlan, StopSelection, TrainerContractError, dry_run, released, run_selection
+from .engine import RunSeeds, SelectionPlan, TrainerContractError, dry_run, released, run_selection
 from .pipeline import FinalRun, run_pipeline, split_records, tuning_rate_of
-from .privacy import CandidateCheck, CandidatePrivacyError, RunPrivacy
+from .privacy import CandidateCheck, RunPrivacy
 from .space import SearchSpace, draw, validate_space
 
 __all__ = ["PrivateTuner", "TuningResult", "BACKENDS"]
@@ -85,11 +85,9 @@ class _TrainerTask:
         return self.candidate_check.problem(draw(self.space, seeds.params_rng()))
 
     def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
+        # the candidate's privacy was checked for all K runs before the first one (check_candidate): it comes from
+        # the seed alone, so a check here could only add what a run changed in between, a data-dependent event
         params = draw(self.space, seeds.params_rng())
-        if self.candidate_check is not None:  # checked again: privacy(params) must not read what a run changed
-            problem = self.candidate_check.problem(params)
-            if problem is not None:
-                raise StopSelection(CandidatePrivacyError(problem))  # scored worst; dry_run raises it
         return self.train(params, data, seeds.train_rng()), params, None
 
 

@@ -6,7 +6,7 @@ once per run: stepping a copy of the state from before ``run()`` until it matche
 
 * each run starts with every loaded framework's global state set from the run's own seed
   ([`seed_globals`][privselect.tuning.globalstate.seed_globals]): numpy's legacy ``RandomState``
-  (624 words, ``init_by_array``), ``random`` (a 256-bit integer), torch's CPU generator (its whole
+  (``init_by_array`` over 624 words), ``random`` (a 256-bit integer), torch's CPU generator (its whole
   Mersenne-twister state, 624 words: ``manual_seed`` keeps 32 bits) and, when CUDA is available,
   every CUDA generator (64 bits, Philox). Runs are then reproducible even through global draws;
 * [`saved_globals`][privselect.tuning.globalstate.saved_globals] restores the caller's states
@@ -34,12 +34,24 @@ _WORDS_AT = 24
 
 def mt19937_torch_state(torch: Any, words: np.ndarray) -> Any:
     """A torch CPU generator state (uint8 tensor) holding the 624 Mersenne-twister ``words``."""
-    made = torch.Generator(device="cpu")
-    made.manual_seed(0)
-    state = made.get_state().numpy().copy()
-    _check_layout(state)
+    state = _seeded_template(torch).copy()
     state[_WORDS_AT:_WORDS_AT + 8 * MT_WORDS] = np.asarray(words, dtype=np.uint64).astype("<u8").view(np.uint8)
     return torch.from_numpy(state)
+
+
+_TEMPLATES: dict[int, np.ndarray] = {}
+
+
+def _seeded_template(torch: Any) -> np.ndarray:
+    """The state of a CPU generator after ``manual_seed(0)``, its layout checked once per torch module."""
+    template = _TEMPLATES.get(id(torch))
+    if template is None:
+        made = torch.Generator(device="cpu")
+        made.manual_seed(0)
+        template = made.get_state().numpy().copy()
+        _check_layout(template)
+        _TEMPLATES[id(torch)] = template
+    return template
 
 
 def _check_layout(state: np.ndarray) -> None:
@@ -60,6 +72,7 @@ def _mt19937_init(seed: int) -> np.ndarray:
     return np.array(words, dtype=np.uint64)
 
 
+@functools.lru_cache(maxsize=4)
 def _cuda_ready(torch: Any) -> bool:
     cuda = getattr(torch, "cuda", None)
     try:
@@ -70,8 +83,9 @@ def _cuda_ready(torch: Any) -> bool:
 
 def seed_globals(seed: np.random.SeedSequence) -> None:
     """Set the global random state of every loaded framework from ``seed`` (module docstring)."""
-    words = seed.generate_state(2 * MT_WORDS + 10, np.uint32)
-    np.random.seed(words[:MT_WORDS])
+    # PCG64 from the seed draws the words: SeedSequence.generate_state is slow for a thousand words
+    words = np.random.Generator(np.random.PCG64(seed)).integers(0, 2**32, size=2 * MT_WORDS + 10, dtype=np.uint32)
+    np.random.seed(words[:MT_WORDS])  # init_by_array over 624 words
     random.seed(int.from_bytes(words[MT_WORDS:MT_WORDS + 8].astype("<u4").tobytes(), "little"))
     torch = sys.modules.get("torch")
     if torch is None or not hasattr(torch, "default_generator"):

@@ -9,7 +9,8 @@ started die with it. A child that exits early (``sys.exit``, ``os._exit``), is k
 signal, or sends a truncated outcome gives the fallback (the run scores worst). Only the
 operator's ``KeyboardInterrupt`` in the parent stops the selection: the child is killed first.
 
-The cost is one ``fork`` per run, plus pickling the outcome (``benchmarks/release.py``).
+The cost is one ``fork`` of the calling process per run (it grows with the process's memory:
+about 0.2 s with torch loaded on a busy machine), plus pickling the outcome (``benchmarks/release.py``).
 """
 
 from __future__ import annotations

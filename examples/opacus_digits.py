@@ -70,8 +70,9 @@ def train_opacus(params, data, rng):
     net = fit_private(params, X_train, y_train, rng)
     with torch.no_grad():
         correct = (net(torch.from_numpy(X_val)).argmax(1).numpy() == y_val).sum()
-    # release the weights only: never the optimizer (its .generator), the loader, or a module holding them
-    return float(correct), {name: value.detach().clone() for name, value in net.state_dict().items()}
+    # release the weights only, as fresh tensors: never the module (its parameters keep Opacus's per-sample
+    # gradients), the optimizer (its .generator) or the loader
+    return float(correct), ps_opacus.weights(net)
 
 
 def privacy(params):

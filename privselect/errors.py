@@ -9,7 +9,7 @@ a message names parameters, mechanisms and regimes, never a score, a trial or a 
 from __future__ import annotations
 
 __all__ = ["CertificationError", "UnsupportedMechanismError", "PrivateStudyError", "AllRunsFailedError",
-           "TrainerContractError", "RandomnessLeakError", "CandidatePrivacyError", "WorkerLossError",
+           "TrainerContractError", "RandomnessLeakError", "ReleaseRefusedError", "CandidatePrivacyError", "WorkerLossError",
            "FinalRunFailedError"]
 
 
@@ -47,6 +47,11 @@ class TrainerContractError(TypeError):
 
 class RandomnessLeakError(ValueError):
     """The winner's output or params hold randomness state (or a data-derived public fact); not released."""
+
+
+class ReleaseRefusedError(RandomnessLeakError, TypeError):
+    """A value in the winner is not of a release type (``privselect.tuning.release``); the message names its type
+    and position only, never its contents."""
 
 
 class CandidatePrivacyError(ValueError):

@@ -17,7 +17,7 @@ import privselect as ps
 from privselect.integrations import opacus as ps_opacus
 from privselect.integrations.optuna import PrivateStudy
 from privselect.tuning.space import Choice, LogUniform
-from privselect.tuning import PrivateTuner, RandomnessLeakError
+from privselect.tuning import AllRunsFailedError, PrivateTuner, RandomnessLeakError
 
 ROOT = Path(__file__).resolve().parents[1]
 DELTA = 1e-5
@@ -232,25 +232,33 @@ def _leaky(example, leak):
 
 
 @pytest.mark.parametrize("leak, path", [
-    (lambda net, optimizer, loader: optimizer, r"output\.generator: torch\.Generator"),
+    (lambda net, optimizer, loader: optimizer, r"output: opacus\.optimizers\.optimizer\.DPOptimizer is not a release"),
     (lambda net, optimizer, loader: {"weights": net.state_dict(), "opt": optimizer},
-     r"output\['opt'\]\.generator: torch\.Generator"),
+     r"output\[key #1\]: opacus\.optimizers\.optimizer\.DPOptimizer is not a release"),
     (lambda net, optimizer, loader: setattr(net, "optimizer", optimizer) or net,
-     r"output\.optimizer\.generator: torch\.Generator"),
-    (lambda net, optimizer, loader: loader, r"output\..*generator: torch\.Generator"),
+     r"output: torch\.nn\.modules\.container\.Sequential is not a release"),
+    (lambda net, optimizer, loader: loader, r"output: opacus\.data_loader\.DPDataLoader is not a release"),
+    (lambda net, optimizer, loader: {"noise": optimizer.generator},
+     r"output\[key #0\]: torch\._C\.Generator is randomness state"),
 ])
-def test_a_trainer_returning_the_opacus_optimizer_or_loader_is_refused_naming_the_path(example, digits, leak, path):
+def test_a_trainer_returning_the_opacus_optimizer_or_loader_scores_worst_and_dry_run_names_it(example, digits, leak,
+                                                                                                path):
     tuner = PrivateTuner(_leaky(example, leak), {"x": Choice([0])}, ps.Gaussian(1.0), ps.Geometric(mean=1.5), DELTA,
                          seed=0, accountant="prv")
-    with pytest.raises(RandomnessLeakError, match=path):
+    with pytest.raises(AllRunsFailedError):  # none is a release value: every run scored worst
         tuner.run(digits[0])
+    with pytest.raises(RandomnessLeakError, match=path):
+        tuner.dry_run(digits[0])
 
 
 def test_strip_sets_the_optimizer_generator_to_none(example, digits):
-    tuner = PrivateTuner(_leaky(example, lambda net, optimizer, loader: optimizer), {"x": Choice([0])},
-                         ps.Gaussian(1.0), ps.Geometric(mean=1.5), DELTA, seed=0, release="strip", accountant="prv")
+    tuner = PrivateTuner(_leaky(example, lambda net, optimizer, loader: {"weights": ps_opacus.weights(net),
+                                                                         "noise": optimizer.generator}),
+                         {"x": Choice([0])}, ps.Gaussian(1.0), ps.Geometric(mean=1.5), DELTA, seed=0, release="strip",
+                         accountant="prv")
     result = tuner.run(digits[0])
-    assert result.best_output.generator is None
+    assert result.best_output["noise"] is None and set(result.best_output["weights"]) == {"0.weight", "0.bias",
+                                                                                           "2.weight", "2.bias"}
 
 
 # -- the docs' complete loop ----------------------------------------------------------------------------

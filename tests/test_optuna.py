@@ -8,6 +8,7 @@ import optuna
 import pytest
 
 import privselect as ps
+from privselect.errors import AllRunsFailedError
 from privselect.integrations.optuna import PrivateStudy, PrivateStudyError
 
 BASE = ps.Gaussian(4.0)
@@ -77,21 +78,25 @@ def test_grid_sampler_and_storage_refused():
         study(storage="sqlite:///trials.db")
 
 
-def test_pruning_is_a_clear_error_and_releases_nothing():
+def test_pruning_scores_worst_in_a_study_and_is_a_clear_error_in_dry_run():
     def pruning(trial):
         x = trial.suggest_float("x", 0, 1)
         trial.report(x, 1)
         return x
 
-    with pytest.raises(PrivateStudyError, match="pruning is disabled"):
+    with pytest.raises(AllRunsFailedError):  # every trial pruned: each scored worst, nothing released
         study().optimize(pruning)
+    with pytest.raises(PrivateStudyError, match="pruning is disabled"):
+        study().dry_run(pruning)
 
     def asks_prune(trial):
         trial.suggest_float("x", 0, 1)
         return float(trial.should_prune())
 
-    with pytest.raises(PrivateStudyError, match="should_prune"):
+    with pytest.raises(AllRunsFailedError):
         study().optimize(asks_prune)
+    with pytest.raises(PrivateStudyError, match="should_prune"):
+        study().dry_run(asks_prune)
 
 
 def test_raising_objective_does_not_stop_the_study(capsys, caplog):
@@ -122,8 +127,10 @@ def test_trial_does_not_expose_the_study_and_has_its_own_rng():
         assert isinstance(trial.rng, np.random.Generator)
         return trial.study
 
-    with pytest.raises(PrivateStudyError, match="does not expose its study"):  # a usage error, not a failed run
+    with pytest.raises(AllRunsFailedError):  # each trial broke the rule: each scored worst
         study().optimize(peek)
+    with pytest.raises(PrivateStudyError, match="does not expose its study"):  # a usage error, raised on public data
+        study().dry_run(peek)
 
 
 def test_optuna_dpsgd_example_runs_and_certifies_the_whole_study():
@@ -228,10 +235,13 @@ def test_callable_privacy_in_a_study_needs_and_checks_its_space():
     assert s.certificate == tuner.certificate and s.certificate.bound in ("mixture-profile", "cor62")
     released = tuner.run(None)
     assert (result.best_params, result.best_value) == (released.best_params, released.best_score)
-    with pytest.raises(TrainerContractError, match="privacy_space declares"):
-        s.optimize(lambda trial: trial.suggest_categorical("sigma", [2.0, 8.0]))
-    with pytest.raises(TrainerContractError, match="did not suggest"):
-        s.optimize(lambda trial: 1.0)
+    # usage errors score worst inside optimize (they can depend on the data) and raise in dry_run
+    for misuse, message in ((lambda trial: trial.suggest_categorical("sigma", [2.0, 8.0]), "privacy_space declares"),
+                            (lambda trial: 1.0, "did not suggest")):
+        with pytest.raises(AllRunsFailedError):
+            s.optimize(misuse)
+        with pytest.raises(TrainerContractError, match=message):
+            s.dry_run(misuse)
 
 
 def test_threading_backend_gives_the_sequential_winner():

@@ -275,11 +275,17 @@ def test_lost_runs_are_reexecuted_with_their_own_seeds_up_to_the_limit(monkeypat
     assert {o.index: o.value for o in outcomes} == expected  # re-executions used the runs' own seeds
     assert len(executed) == 7 + 2  # each loss lost one executed run, which ran again
 
-    hopeless = _LosingBackend(survive=1, losses=99)
+    # losses in every round: after MAX_REEXECUTIONS re-executions the missing runs execute one at a time
+    stubborn = _LosingBackend(survive=1, losses=backends.MAX_REEXECUTIONS + 1)
+    outcomes = list(_stream_runs(stubborn, (), runs_seed, 7, 1))
+    assert {o.index: o.value for o in outcomes} == expected
+
+    hopeless = _LosingBackend(survive=0, losses=10**6)  # loses every task, a run of nothing included
     with pytest.raises(WorkerLossError) as raised:
         list(_stream_runs(hopeless, (), runs_seed, 7, 1))
-    assert len(hopeless.rounds) == backends.MAX_REEXECUTIONS + 1
-    assert str(raised.value) == f"workers were lost more than {backends.MAX_REEXECUTIONS} times; nothing was released"
+    assert len(hopeless.rounds) == backends.MAX_REEXECUTIONS + 1 + 1 + 1  # the rounds, one run alone, the probe
+    assert str(raised.value) == (f"workers were lost more than {backends.MAX_REEXECUTIONS} times, and a run of "
+                                 "nothing was lost too; nothing was released")
     assert raised.value.__context__ is None and raised.value.__cause__ is None  # no backend error (or run) attached
 
 

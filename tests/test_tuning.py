@@ -437,7 +437,9 @@ def test_memory_is_constant_in_k_with_10mb_outputs():
     finally:
         tracemalloc.stop()
     assert len(calls) == 1000 and result.best_output.nbytes == _MB
-    assert peak < 3.5 * _MB, f"peak {peak / _MB:.2f} outputs alive"  # the best, the current, and a little more
+    # at most: the best run's pickled release value, the current run's release value and its pickle (the trainer's
+    # own output is dropped once converted), and a little more; constant over the 1000 runs
+    assert peak < 4.5 * _MB, f"peak {peak / _MB:.2f} outputs alive"
 
 
 def test_trainer_signature_is_checked_before_any_run():

@@ -24,26 +24,24 @@ The run then depends on ``rng`` alone: on CPU the same ``rng`` state gives a bit
 ``state_dict``. The generators are the run's secret: never return them, the optimizer (its
 ``.generator``), the data loader, or a module that references any of them; the release guard
 refuses each ([`privselect.tuning.guard`][privselect.tuning.guard]). Return the module's
-``state_dict``.
+weights: [`weights`][privselect.integrations.opacus.weights] (``return score, ps_opacus.weights(net)``),
+never the module, whose parameters keep Opacus's per-sample gradients (``grad_sample``).
 
 torch and opacus are imported only when a generator is made (install ``privselect[opacus]``).
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from .. import _validation as check
 from ..mechanisms import Mechanism, dpsgd
+from ..tuning.globalstate import MT_WORDS, mt19937_torch_state
 
-__all__ = ["description", "sample_rate_of", "steps_per_epoch", "generator", "generators", "OpacusGenerators"]
+__all__ = ["description", "sample_rate_of", "steps_per_epoch", "generator", "generators", "OpacusGenerators", "weights"]
 
-MT_WORDS = 624  # the Mersenne twister's state: 624 words of 32 bits
-_STATE_BYTES = 5056  # torch's CPUGeneratorImplState: seed (8), left, seeded (4 + 4), next (8), state (624 x 8), ...
-_WORDS_AT = 24
 
 
 def sample_rate_of(data_loader: Any) -> float:
@@ -127,12 +125,7 @@ def generator(rng: np.random.Generator, device: Any = "cpu") -> Any:
     if device.type != "cpu":
         made.manual_seed(int(rng.integers(0, 2**64, dtype=np.uint64)))
         return made
-    words = rng.integers(0, 2**32, size=MT_WORDS, dtype=np.uint64)
-    made.manual_seed(0)
-    state = made.get_state().numpy().copy()
-    _check_layout(state)
-    state[_WORDS_AT:_WORDS_AT + 8 * MT_WORDS] = words.astype("<u8").view(np.uint8)
-    made.set_state(torch.from_numpy(state))
+    made.set_state(mt19937_torch_state(torch, rng.integers(0, 2**32, size=MT_WORDS, dtype=np.uint64)))
     return made
 
 
@@ -145,22 +138,21 @@ def generators(rng: np.random.Generator, device: Any = "cpu") -> OpacusGenerator
     return OpacusGenerators(noise=generator(rng, device), sampler=generator(rng, "cpu"))
 
 
-def _check_layout(state: np.ndarray) -> None:
-    """Refuse to seed a torch whose CPU generator state is not the layout written above (after ``manual_seed(0)``)."""
-    words = np.frombuffer(state[_WORDS_AT:_WORDS_AT + 8 * MT_WORDS].tobytes(), "<u8")
-    left_seeded = np.frombuffer(state[8:16].tobytes(), "<i4")
-    if state.size != _STATE_BYTES or not np.array_equal(words, _mt19937_init(0)) or list(left_seeded) != [1, 1]:
-        raise RuntimeError("this torch's CPU generator state has an unknown layout; privselect cannot set its 624 "
-                           "words from rng (a 32-bit manual_seed would be guessable)")
+def weights(module: Any) -> dict[str, Any]:
+    """What to release of a trained module: its ``state_dict`` as fresh plain tensors (no autograd, no attributes).
 
-
-@functools.lru_cache(maxsize=1)
-def _mt19937_init(seed: int) -> np.ndarray:
-    """The Mersenne twister's initial state for ``seed`` (Matsumoto, Nishimura 1998, init_genrand); a recurrence."""
-    words = [seed & 0xFFFFFFFF]
-    for j in range(1, MT_WORDS):
-        words.append((1812433253 * (words[-1] ^ (words[-1] >> 30)) + j) & 0xFFFFFFFF)
-    return np.array(words, dtype=np.uint64)
+    ``return score, ps_opacus.weights(net)``. Opacus's ``GradSampleModule`` wrapper is unwrapped
+    (its names lose the ``_module.`` prefix), so ``net.load_state_dict`` takes the result. The
+    module itself is never released: after ``make_private`` its parameters keep ``grad_sample``
+    (per-sample gradients, from which the records of the last batch are rebuilt) and its hooks
+    refer to the optimizer and its generator.
+    """
+    torch = _torch()
+    inner = getattr(module, "_module", module) if type(module).__name__ == "GradSampleModule" else module
+    if not isinstance(inner, torch.nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    with torch.no_grad():
+        return {name: value.detach().clone() for name, value in inner.state_dict().items()}
 
 
 def _torch():

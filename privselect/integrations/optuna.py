@@ -19,17 +19,21 @@ What the wrapper controls (Optuna leaks all of it by default):
 * with the default sampler, no Optuna study exists at all: ``trial.suggest_*`` draws from the
   trial's own generator, i.i.d. across trials (the law of Optuna's ``RandomSampler``), so
   nothing stores the trials;
-* pruning is disabled: ``trial.report`` and ``trial.should_prune`` stop the study with
-  [`PrivateStudyError`][privselect.integrations.optuna.PrivateStudyError] and it releases nothing (even if the objective catches
-  the error: the refusal is recorded on the trial); ``pruner=`` is refused. A trial that
+* pruning is disabled: a trial that calls ``trial.report`` or ``trial.should_prune`` scores the
+  worst value (even if the objective catches the error: the refusal is recorded on the trial),
+  and ``dry_run`` raises [`PrivateStudyError`][privselect.integrations.optuna.PrivateStudyError] for it;
+  ``pruner=`` is refused. Whether an objective calls them can depend on the data, so it never
+  stops the study. A trial that
   raises ``optuna.TrialPruned`` scores the worst value like any other exception (whether it
   prunes depends on the data); ``dry_run`` reports it;
 * a trial that raises (any exception) or returns something that is not a finite value
   scores the worst value; it is never retried; its message is dropped;
-* with callable privacy, each suggestion is checked as it is made: once the params suggested
-  so far determine ``privacy(params)``, it must be the mechanism the certificate assumed
-  (``privselect.tuning.privacy.CandidateCheck``), else the study stops before the objective
-  sees the value; the whole params are checked again when the objective returns;
+* with callable privacy, the hyperparameters declared in ``privacy_space`` are drawn from each
+  trial's seed before any trial runs, and all K candidates' privacy is checked then
+  (``privselect.tuning.privacy.CandidateCheck``; a problem stops the study before the data is
+  touched). Inside a trial, each suggestion is checked again as it is made, and the whole params
+  when the objective returns; a trial that fails there, or skips a declared suggestion, scores
+  the worst value;
 * only the winner leaves: ``best_trial`` is a fresh ``FrozenTrial`` holding the winner's params,
   value, distributions and user attributes, and constants elsewhere: ``number`` and
   ``_trial_id`` -1, ``datetime_start`` and ``datetime_complete`` both
@@ -227,8 +231,12 @@ class PrivateTrial:
         self._params: dict[str, Any] = {}
         self._distributions: dict[str, Any] = {}
         self._user_attrs: dict[str, Any] = {}
-        self.refusal: BaseException | None = None  # the first rule the objective broke (stops the study)
+        self.refusal: BaseException | None = None  # the first rule the objective broke (the trial scores worst)
         self._privacy_checked = False
+        # the declared hyperparameters are drawn first, in privacy_space order: the engine checks their privacy for
+        # all K trials before the first one runs (from the seed alone), and the suggestions then return them
+        self._predrawn = ({} if params_rng is None or optuna_trial is not None else
+                          {name: law.sample(params_rng) for name, law in self._privacy_space.items()})
 
     def _refuse(self, error: BaseException):
         if self.refusal is None:
@@ -246,7 +254,10 @@ class PrivateTrial:
         if declared is not None and declared != law:
             self._refuse(TrainerContractError(f"trial suggests {name!r} from {law!r}, but privacy_space declares "
                                               f"{declared!r}: they must be the same law"))
-        value = adaptive_call() if self._trial is not None else law.sample(self._params_rng)
+        if name in self._predrawn:
+            value = self._predrawn[name]
+        else:
+            value = adaptive_call() if self._trial is not None else law.sample(self._params_rng)
         self._params[name], self._distributions[name] = value, optuna_distribution
         if self._check is not None and not self._privacy_checked:  # before the objective sees the value
             problem = self._check.problem(self._params, complete=False)
@@ -310,6 +321,13 @@ class _ObjectiveTask:
     privacy_space: Mapping[str, Distribution] | None
     candidate_check: CandidateCheck | None
 
+    def check_candidate(self, seeds: RunSeeds) -> str | None:
+        """The privacy problem of the trial's declared hyperparameters (drawn from its seed alone), or None."""
+        if self.candidate_check is None:
+            return None
+        trial = PrivateTrial(seeds.index, seeds.train_rng(), seeds.params_rng(), privacy_space=self.privacy_space)
+        return self.candidate_check.problem(trial._predrawn)
+
     def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
         trial = PrivateTrial(seeds.index, seeds.train_rng(), seeds.params_rng(), privacy_space=self.privacy_space,
                              candidate_check=self.candidate_check)
@@ -317,7 +335,11 @@ class _ObjectiveTask:
 
 
 def _call_objective(objective, trial: PrivateTrial, privacy_space, candidate_check) -> tuple[Any, Any, Any]:
-    """Run the objective; a rule it broke stops the study (``StopSelection``), whatever it raised or caught."""
+    """Run the objective; a rule it broke raises ``StopSelection``, whatever it raised or caught.
+
+    Inside ``optimize`` that trial scores the worst value (whether an objective breaks a rule can
+    depend on the data); ``dry_run`` raises the error with its message.
+    """
     try:
         returned = objective(trial)
     finally:
@@ -329,7 +351,10 @@ def _call_objective(objective, trial: PrivateTrial, privacy_space, candidate_che
     problem = None if candidate_check is None else candidate_check.problem(trial.params)
     if problem is not None:
         raise StopSelection(CandidatePrivacyError(problem))
-    return returned, trial.params, (trial.distributions, trial.user_attrs)
+    optuna = _optuna()
+    distributions = {name: optuna.distributions.distribution_to_json(dist)
+                     for name, dist in trial.distributions.items()}  # released by value, as JSON text
+    return returned, trial.params, (distributions, trial.user_attrs)
 
 
 class _AdaptiveTask:
@@ -380,7 +405,7 @@ class PrivateStudy:
                  base_epsilon: float | None = None, privacy_space: Mapping[str, Distribution] | None = None,
                  release: str = "refuse", accountant: str = "auto",
                  accountant_options: dict[str, Any] | None = None, final: FinalRun | None = None,
-                 pruner: Any = None, directions: Any = None):
+                 pruner: Any = None, directions: Any = None, isolate: bool = False):
         optuna = _optuna()
         _explain_plots(optuna)
         if pruner is not None and not isinstance(pruner, optuna.pruners.NopPruner):
@@ -413,7 +438,7 @@ class PrivateStudy:
         base_epsilon = None if base_epsilon is None else check.positive("base_epsilon", base_epsilon)
         self._privacy = RunPrivacy(privacy, score_noise, privacy_space, base_epsilon)
         self._plan = SelectionPlan(k, seed, _direction(direction), backend, n_jobs, bool(progress), score_noise,
-                                   release)
+                                   release, bool(isolate))
         self._sampler = self._check_sampler(optuna, sampler)
         if (self.adaptive or self.reveal_k) and not isinstance(privacy, Mechanism):
             raise ValueError(self._composed_privacy_message(privacy))
@@ -538,6 +563,7 @@ class PrivateStudy:
             return PrivateStudyResult(None, None, None, None, False, certificate, revealed)
         distributions, user_attrs = selected.details
         optuna = _optuna()
+        distributions = {name: optuna.distributions.json_to_distribution(text) for name, text in distributions.items()}
         frozen = optuna.trial.FrozenTrial(
             number=-1, trial_id=-1, state=optuna.trial.TrialState.COMPLETE, value=selected.score, values=None,
             datetime_start=RELEASED_TRIAL_TIME, datetime_complete=RELEASED_TRIAL_TIME, params=selected.params,

@@ -4,60 +4,64 @@ One procedure, whatever the front end (Liu, Talwar 2019; Papernot, Steinke 2022;
 Redberg, Wang 2024):
 
 1. draw K once from the K law, with a generator spawned from the seed, before anything runs;
-2. give run i its own seeds (``SeedSequence(seed)`` -> run i -> params, train, noise), so the
-   candidate, the training noise and the score noise of every run are fixed by the seed alone,
-   whatever the backend or the completion order;
-3. run every candidate through a backend ([`privselect.tuning.backends`][privselect.tuning.backends]), streaming the
-   results; keep only the running best (ties go to the lowest run index), so at most a few
-   outputs are alive at any time, whatever K;
-4. apply the release rules and hand back the winner.
+2. give run i its own seeds (``SeedSequence(seed)`` -> run i -> params, train, noise, globals), so
+   the candidate, the training noise, the score noise and the frameworks' global random states
+   of every run are fixed by the seed alone, whatever the backend or the completion order;
+3. check every candidate's privacy (``task.check_candidate``) for all K runs, before the first
+   run: the candidates come from the seed alone, so nothing a run does can change the check;
+4. run every candidate through a backend ([`privselect.tuning.backends`][privselect.tuning.backends]), streaming the
+   results; keep only the running best (ties go to the lowest run index);
+5. hand back the winner's release value.
 
-Release rules (docs/release.md, "What leaves the tuner"):
+Release rules (docs/release.md):
 
-* every run completes: no early stopping, pruning, timeouts or retries. The one exception is
-  infrastructure: a run lost with its worker (the backend's worker-loss error) is executed
-  again with its own seeds, which is privacy-neutral for a trainer deterministic given its
-  ``rng`` (docs/cluster.md); a trainer's exception is never retried;
+* every run ends inside its own boundary ([`execute_run`][privselect.tuning.engine.execute_run]): in one ``try`` and one
+  silence (in the worker for process backends) the run trains, its output, params and details
+  become their release value ([`privselect.tuning.release`][privselect.tuning.release]: rebuilt by value from an
+  allowlist, never the trainer's object), pass the randomness guard ([`privselect.tuning.guard`][privselect.tuning.guard])
+  and are pickled; then the trainer's objects are dropped and garbage-collected, still inside the
+  silence. A run sends back its index, its score and those bytes, nothing else;
 * every run ends as a score: a run that raises (any exception, ``BaseException`` subclasses
-  such as ``asyncio.CancelledError`` or ``GeneratorExit`` included), returns something that is
-  not a real number or a ``(number, output)`` pair, a number that does not fit a float
-  (``10**400``, a huge ``Fraction``) or a NaN or infinite score, scores the worst value; its
-  exception is dropped, never re-raised, logged or stored;
-* only three things stop a selection, and none of them depends on the data: the operator's
-  ``KeyboardInterrupt`` or ``SystemExit`` (they come from outside the runs), privselect's own
-  usage checks (a candidate whose privacy is not what the certificate assumed, pruning in a
-  study: each decided from the candidate's params, which come from the seed alone, and
-  recorded out of band, so a trainer that catches or raises these errors itself changes
-  nothing), and a backend that keeps losing workers (infrastructure);
+  such as ``asyncio.CancelledError`` or ``GeneratorExit`` included, and privselect's own usage
+  errors: a study's ``trial.report``, a declared name not suggested, a privacy mismatch), returns
+  something that is not a real number or a ``(number, output)`` pair, a number that does not fit
+  a float or a NaN or infinite score, or a value that is refused, fails the guard or cannot be
+  pickled, scores the worst value; its exception is dropped, never re-raised, logged or stored;
+* only two things stop a selection, and a run decides neither: the operator's
+  ``KeyboardInterrupt`` or ``SystemExit``, and a backend that loses workers even on a run of
+  nothing ([`WorkerLossError`][privselect.tuning.engine.WorkerLossError]); a run lost with its worker is executed again with
+  its own seeds and scores worst if it is lost alone. Before any run, a candidate whose privacy
+  is not what the certificate assumed stops the selection (decided from the seed alone);
+* each run starts with the global random states of every loaded framework seeded from its own
+  seed; the caller's states are restored when the selection ends
+  ([`privselect.tuning.globalstate`][privselect.tuning.globalstate]); numpy data reaches runs as read-only views
+  ([`readonly`][privselect.tuning.engine.readonly]);
+* privselect writes no log record between the draw of K and the release; every backend waits,
+  silenced, for the runs in flight before the selection returns or raises;
 * if the winner failed, which means that every run failed, [`AllRunsFailedError`][privselect.tuning.engine.AllRunsFailedError] is
   raised; it carries no run data;
 * exceptions leave from a clean frame ([`released`][privselect.tuning.engine.released]): the engine's frames hold K,
   the seed's ``SeedSequence`` and the running best, so every exception that leaves a selection
   is replaced by a fresh copy raised after those frames are gone, with no ``__cause__``,
-  ``__context__``, notes or traceback below the front end; a traceback walked frame by frame
-  (Sentry, loguru's ``diagnose``, ``TracebackException(capture_locals=True)``) reaches none of
-  it. ``dry_run`` keeps the full traceback: it runs on public data;
+  ``__context__``, notes or traceback below the front end. ``dry_run`` keeps the full
+  traceback and raises every refusal with its message: it runs on public data;
 * warnings, stdout, stderr and logging inside runs are captured and dropped (in the driver for
   in-process backends, in the worker for process backends). Output written straight to file
-  descriptors by C code is not captured;
-* a return value that is neither a real number nor a ``(number, output)`` pair is a
-  programming error: [`dry_run`][privselect.tuning.engine.dry_run] on public data raises
-  [`TrainerContractError`][privselect.tuning.engine.TrainerContractError] for it. Inside a certified run it scores the worst
-  value like any failure: raising there would let what the trainer returned on the private
-  data decide whether the selection stops;
-* the release guard ([`privselect.tuning.guard`][privselect.tuning.guard]) refuses, or strips, randomness state in
-  the winner's output and params;
+  descriptors by C code, or to ``sys.__stdout__``, is not captured: ``isolate=True`` runs each
+  run in a fresh process whose descriptors are closed ([`privselect.tuning.isolation`][privselect.tuning.isolation]);
 * K stays inside unless the front end was asked to reveal it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import logging
 import math
 import numbers
 import os
+import pickle
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -65,15 +69,18 @@ from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
-from ..errors import AllRunsFailedError, TrainerContractError
+from ..errors import AllRunsFailedError, CandidatePrivacyError, TrainerContractError
 from ..mechanisms import Gaussian, Laplace
 from ..selection.distributions import KDistribution
 from .backends import MAX_REEXECUTIONS, Backend, WorkerLossError, get_backend
+from .globalstate import saved_globals, seed_globals
 from .guard import RELEASE_MODES, guard_release
+from .isolation import in_fresh_process, isolation_supported
+from .release import registered_converters, release_value, restore_registrations
 
 __all__ = ["AllRunsFailedError", "TrainerContractError", "WorkerLossError", "RunSeeds", "RunTask", "RunOutcome",
-           "SelectionPlan", "Selected", "StopSelection", "run_selection", "released", "clean_copy", "dry_run",
-           "split_return", "silenced", "OPERATOR_EXCEPTIONS"]
+           "RunRules", "SelectionPlan", "Selected", "StopSelection", "run_selection", "released", "clean_copy",
+           "dry_run", "split_return", "silenced", "execute_run", "release_payload", "readonly", "OPERATOR_EXCEPTIONS"]
 
 OPERATOR_EXCEPTIONS = (KeyboardInterrupt, SystemExit)
 """The only exceptions from inside a run that stop the selection: the operator's (they come from outside the runs)."""
@@ -89,12 +96,15 @@ class RunSeeds:
     train: np.random.SeedSequence
     noise: np.random.SeedSequence
     index: int = 0
+    globals: np.random.SeedSequence | None = None  # the frameworks' global states during the run
 
     @classmethod
     def of_run(cls, runs: np.random.SeedSequence, index: int) -> "RunSeeds":
-        """Run ``index``'s seeds: the ``index``-th child of ``runs`` (as ``runs.spawn`` would give), split in three."""
+        """Run ``index``'s seeds: the ``index``-th child of ``runs`` (as ``runs.spawn`` would give), split in
+        three, and a fourth child for the global states (independent of the other three)."""
         child = np.random.SeedSequence(runs.entropy, spawn_key=runs.spawn_key + (index,), pool_size=runs.pool_size)
-        return cls(*child.spawn(3), index=index)
+        params, train, noise, global_seed = child.spawn(4)
+        return cls(params, train, noise, index=index, globals=global_seed)
 
     def params_rng(self) -> np.random.Generator:
         return np.random.Generator(np.random.PCG64(self.params))
@@ -104,10 +114,11 @@ class RunSeeds:
 
 
 class StopSelection(BaseException):
-    """Raised by a front end's task (never by user code) to stop the selection with ``error``.
+    """Raised by a front end's task (never by user code) when a run broke a usage rule (``error``).
 
-    ``error`` is one of privselect's own errors, with a fixed message and no run data. Anything
-    else a run raises scores the worst value (module docstring).
+    Inside a certified run it scores the worst value like any failure (whether a trainer breaks
+    a rule can depend on the data); [`dry_run`][privselect.tuning.engine.dry_run] raises ``error`` with
+    its full message.
     """
 
     def __init__(self, error: BaseException) -> None:
@@ -120,23 +131,38 @@ class RunTask(Protocol):
 
     ``returned`` is the trainer's return value (a score or ``(score, output)``); ``details``
     is front-end data released with the winner (Optuna's distributions and user attributes).
-    A usage error found by privselect's own checks is raised as [`StopSelection`][privselect.tuning.engine.StopSelection]; every
-    other exception scores the worst value.
+    A usage error found by privselect's own checks is raised as [`StopSelection`][privselect.tuning.engine.StopSelection]
+    (scored worst; raised by ``dry_run``). A task may define ``check_candidate(seeds) -> str | None``:
+    the engine calls it for all K runs before the first run (the candidate's privacy, from the
+    seed alone) and stops with [`CandidatePrivacyError`][privselect.errors.CandidatePrivacyError] on a problem.
     """
 
     def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]: ...
 
 
 @dataclass(frozen=True)
+class RunRules:
+    """How every run of a selection ends (picklable; sent to the workers with the task).
+
+    ``release``: the guard's mode; ``isolate``: each run in a fresh process
+    ([`privselect.tuning.isolation`][privselect.tuning.isolation]); ``registrations``: the user's release
+    converters and trusted estimators, applied in the worker before the conversion.
+    """
+
+    score_noise: Gaussian | Laplace | None = None
+    release: str = "refuse"
+    isolate: bool = False
+    registrations: tuple = ()
+
+
+@dataclass(frozen=True)
 class RunOutcome:
-    """What a run sends back to the driver (a failed run: ``score`` NaN and nothing else)."""
+    """What a run sends back to the driver: its score and its release value, pickled inside the run (a failed
+    run: ``score`` NaN and no payload). The repr shows the index only."""
 
     index: int
-    score: float
-    output: Any = None
-    params: Any = None
-    details: Any = None
-    stop: BaseException | None = None  # a usage error found by privselect's checks: stops the selection
+    score: float = field(repr=False)
+    payload: bytes | None = field(default=None, repr=False)
 
     @property
     def failed(self) -> bool:
@@ -155,6 +181,7 @@ class SelectionPlan:
     progress: bool = False
     score_noise: Gaussian | Laplace | None = None
     release: str = "refuse"
+    isolate: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.k, KDistribution):
@@ -171,6 +198,11 @@ class SelectionPlan:
             raise TypeError("score_noise must be ps.Gaussian(...) or ps.Laplace(...)")
         if self.release not in RELEASE_MODES:
             raise ValueError(f"release must be one of {RELEASE_MODES}, got {self.release!r}")
+        if self.isolate and not isolation_supported():
+            raise ValueError("isolate=True needs os.fork (POSIX): every run executes in a fresh forked process")
+
+    def rules(self) -> RunRules:
+        return RunRules(self.score_noise, self.release, bool(self.isolate), registered_converters())
 
 
 @dataclass(frozen=True)
@@ -265,30 +297,115 @@ def silenced() -> Iterator[None]:
             sink.close()
 
 
-def execute_run(task: RunTask, data: Any, score_noise: Gaussian | Laplace | None, driver_pid: int, index: int,
-                seeds: RunSeeds) -> RunOutcome:
-    """One run, isolated; a failed run comes back as NaN with nothing else. Runs on the worker.
+def readonly(data: Any) -> Any:
+    """``data`` as the runs see it: numpy arrays as read-only views, also inside a tuple, list or dict.
 
-    Whatever the run raises or returns ends as a score: only the operator's exceptions
-    (``OPERATOR_EXCEPTIONS``) propagate, and a usage error found by privselect's own checks
-    comes back as ``RunOutcome.stop``.
+    A run that writes into the caller's array (``d *= 0.5``) raises instead, and scores worst,
+    so the array cannot count runs. Other types (a torch tensor, a DataFrame, your own object)
+    reach the runs as they are: do not let a trainer modify them in place.
     """
-    isolation = silenced() if os.getpid() != driver_pid else contextlib.nullcontext()
+    if type(data) is np.ndarray:
+        view = data.view()
+        view.flags.writeable = False
+        return view
+    if type(data) in (tuple, list):
+        return type(data)(readonly(item) for item in data)
+    if type(data) is dict:
+        return {key: readonly(value) for key, value in data.items()}
+    return data
+
+
+def release_payload(parts: list, release: str) -> bytes:
+    """The run's release value, pickled: ``parts = [params, output, details]``, each rebuilt by value, checked by
+    the guard, then serialised.
+
+    Consumes ``parts`` (each original is replaced by its release value, then the list is emptied), so that
+    at most two copies of an output are alive at once. Raises what refuses it (``ReleaseRefusedError``,
+    ``RandomnessLeakError``, a pickling error).
+    """
+    for position, root in enumerate(("params", "output", "details")):
+        parts[position] = guard_release(release_value(parts[position], root, release), root, release)
+    try:
+        return pickle.dumps(tuple(parts), protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        parts.clear()
+
+
+def execute_run(task: RunTask, data: Any, rules: RunRules, driver_pid: int, index: int,
+                seeds: RunSeeds) -> RunOutcome:
+    """One run, inside its own boundary; a failed run comes back as NaN with nothing else. Runs on the worker.
+
+    With ``rules.isolate``, the run executes in a fresh forked process (a run that exits, is
+    killed or leaves threads behind scores worst). Only the operator's exceptions
+    (``OPERATOR_EXCEPTIONS``) propagate; everything else ends as the score.
+    """
+    if rules.isolate:
+        return in_fresh_process(_bounded_run, (task, data, rules, driver_pid, index, seeds),
+                                RunOutcome(index, math.nan))
+    return _bounded_run(task, data, rules, driver_pid, index, seeds)
+
+
+def _bounded_run(task: RunTask, data: Any, rules: RunRules, driver_pid: int, index: int,
+                 seeds: RunSeeds) -> RunOutcome:
+    """The run, its conversion, guard and pickling inside one ``try`` and one silence; then the garbage collected.
+
+    The silence is the driver's for in-process backends (``silenced`` is process-wide, so it is
+    entered once, around the whole selection) and the worker's otherwise.
+    """
+    in_worker = os.getpid() != driver_pid
+    if in_worker:
+        _freeze_worker()
+    isolation = silenced() if in_worker else contextlib.nullcontext()
+    score, payload = math.nan, None
+    returned = params = output = details = parts = None
     with isolation:
         try:
-            returned, params, details = task(data, seeds)
+            if rules.registrations:
+                restore_registrations(rules.registrations)
+            if seeds.globals is not None:
+                seed_globals(seeds.globals)
+            returned, params, details = task(readonly(data), seeds)
             score, output = split_return(returned)  # a wrong type or a float overflow raises: scored worst
-            if score_noise is not None and math.isfinite(score):
-                score += _score_noise(score_noise, np.random.Generator(np.random.PCG64(seeds.noise)))
-        except StopSelection as stop:
-            return RunOutcome(index, math.nan, stop=stop.error)
+            returned = None
+            if rules.score_noise is not None and math.isfinite(score):
+                score += _score_noise(rules.score_noise, np.random.Generator(np.random.PCG64(seeds.noise)))
+            if math.isfinite(score):
+                parts, params, output, details = [params, output, details], None, None, None
+                payload = release_payload(parts, rules.release)
         except OPERATOR_EXCEPTIONS:
             raise
-        except BaseException:  # noqa: BLE001 - the release rules: drop it (CancelledError too), score the worst
-            return RunOutcome(index, math.nan)
-    if not math.isfinite(score):
+        except BaseException:  # noqa: BLE001 - the release rules: drop it (StopSelection and CancelledError too)
+            score, payload = math.nan, None
+        returned = params = output = details = parts = None
+        gc.collect()  # the trainer's objects (cycles included) die here, inside the silence
+    if payload is None or not math.isfinite(score):
         return RunOutcome(index, math.nan)
-    return RunOutcome(index, score, output, params, details)
+    return RunOutcome(index, score, payload)
+
+
+_FROZEN_IN: set[int] = set()
+
+
+def _freeze_worker() -> None:
+    """In a worker, once: collect, then freeze what exists, so each run's ``gc.collect()`` scans its own objects only."""
+    if os.getpid() not in _FROZEN_IN:
+        _FROZEN_IN.add(os.getpid())
+        gc.collect()
+        gc.freeze()
+
+
+@contextlib.contextmanager
+def _runs_collect_their_own_garbage() -> Iterator[None]:
+    """Freeze the driver's objects for the selection: a full ``gc.collect()`` after each run then scans only what
+    the runs made (milliseconds, not the seconds a process with torch loaded takes). Unfrozen at the end, unless
+    the caller had frozen objects already (then what the selection froze stays frozen)."""
+    first = gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if first:
+            gc.unfreeze()
 
 
 def run_selection(task: RunTask, data: Any, plan: SelectionPlan, *,
@@ -302,36 +419,51 @@ def run_selection(task: RunTask, data: Any, plan: SelectionPlan, *,
     return released(_select, task, data, plan, observe)
 
 
+def _check_candidates(task: RunTask, runs_seed: np.random.SeedSequence, n_runs: int) -> None:
+    """Every candidate's privacy, from the seed alone, before the first run: a run can change nothing it reads."""
+    check = getattr(task, "check_candidate", None)
+    if check is None:
+        return
+    for index in range(n_runs):
+        problem = check(RunSeeds.of_run(runs_seed, index))
+        if problem is not None:
+            raise CandidatePrivacyError(problem)
+
+
 def _select(task: RunTask, data: Any, plan: SelectionPlan, observe: Callable[[int, float], None] | None) -> Selected:
     root = np.random.SeedSequence(plan.seed)
     k_seed, _, runs_seed = root.spawn(3)  # the middle child is reserved (it drew candidates up to 0.1)
     n_runs = int(plan.k.sample(np.random.Generator(np.random.PCG64(k_seed))))
-    logger.debug("drew K from %r", plan.k)  # K itself stays inside
     if n_runs == 0:
         return Selected(False, 0)
+    _check_candidates(task, runs_seed, n_runs)
     backend = get_backend("sequential" if plan.n_jobs == 1 else plan.backend)
-    logger.debug("running the candidates (backend=%s, n_jobs=%d)", backend.name, plan.n_jobs)
-    shared = (task, data, plan.score_noise, os.getpid())
+    shared = (task, data, plan.rules(), os.getpid())
     sign = 1.0 if plan.direction == "maximize" else -1.0
     best: RunOutcome | None = None
+    # no log record from here to the release: a timestamp per line would time the runs (docs/release.md)
+    # the progress bar (operator's terminal) binds stderr now, before the silence
     results = _with_progress(_stream_runs(backend, shared, runs_seed, n_runs, plan.n_jobs), n_runs, plan.progress)
-    with silenced():
-        for outcome in results:
-            if outcome.stop is not None:  # a fresh error made by privselect's checks (never raised before)
-                raise outcome.stop
-            if observe is not None:
-                observe(outcome.index, outcome.score)
-            if best is None or _beats(outcome, best, sign):
-                best = outcome
-            del outcome
-    if best.failed:
-        raise AllRunsFailedError("every run failed (raised, or returned a non-finite score or something that is not a "
-                                 "number or a (number, output) pair); nothing was released. Run dry_run(public_data) "
-                                 "to see the first failure with its traceback")
-    logger.debug("finished all runs")
-    params = guard_release(best.params, "params", plan.release)
-    output = guard_release(best.output, "output", plan.release)
-    details = guard_release(best.details, "details", plan.release)
+    with saved_globals(), silenced(), _runs_collect_their_own_garbage():
+        try:
+            for outcome in results:
+                if observe is not None:
+                    observe(outcome.index, outcome.score)
+                if best is None or _beats(outcome, best, sign):
+                    best = outcome
+                del outcome
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()  # every backend waits for its runs in flight here, still silenced
+            del results
+        if best.failed:
+            raise AllRunsFailedError("every run failed (raised, returned a non-finite score or something that is "
+                                     "not a number or a (number, output) pair, or returned a value that is not "
+                                     "released); nothing was released. Run dry_run(public_data) to see the first "
+                                     "failure with its traceback")
+        params, output, details = pickle.loads(best.payload)
+        gc.collect()
     return Selected(True, n_runs, params, best.score, output, details)
 
 
@@ -339,29 +471,67 @@ def _stream_runs(backend: Backend, shared: tuple, runs_seed: np.random.SeedSeque
                  n_jobs: int) -> Iterator[RunOutcome]:
     """Every run's outcome once, in completion order, re-executing runs lost with a worker.
 
-    A worker loss reported by the backend ([`Backend.worker_loss_errors`][privselect.tuning.backends.Backend.worker_loss_errors]) is an
-    infrastructure fault: the runs not yet received are submitted again with their OWN seeds
-    (``RunSeeds.of_run``), so a trainer that is deterministic given its ``rng`` reproduces
-    exactly what the lost attempt would have returned, and whether a fault happened does not
-    depend on the data. At most [`MAX_REEXECUTIONS`][privselect.tuning.engine.MAX_REEXECUTIONS] rounds, then [`WorkerLossError`][privselect.tuning.engine.WorkerLossError]
-    (no run data). A trainer's exception never reaches this loop: ``execute_run`` scores it
-    worst, once.
+    A worker loss reported by the backend ([`Backend.worker_loss_errors`][privselect.tuning.backends.Backend.worker_loss_errors])
+    may be an infrastructure fault or a run that killed its worker (``os._exit``, a signal, an
+    out-of-memory kill), which can depend on the data. The runs not yet received are submitted
+    again with their OWN seeds (``RunSeeds.of_run``), up to [`MAX_REEXECUTIONS`][privselect.tuning.engine.MAX_REEXECUTIONS]
+    rounds. Then the runs still missing execute one at a time: a run lost alone scores worst,
+    unless a run of nothing is lost too, which is the infrastructure failing:
+    [`WorkerLossError`][privselect.tuning.engine.WorkerLossError] (no run data). So a trainer cannot stop the
+    selection by killing its worker.
     """
     received = np.zeros(n_runs, dtype=bool)
+
+    def tasks(indices):
+        return ((int(index), RunSeeds.of_run(runs_seed, int(index))) for index in indices)
+
     for _ in range(MAX_REEXECUTIONS + 1):
-        todo = np.flatnonzero(~received)
-        tasks = ((int(index), RunSeeds.of_run(runs_seed, int(index))) for index in todo)
-        del todo
         try:
-            for outcome in backend.imap_unordered(execute_run, shared, tasks, n_jobs):
+            for outcome in backend.imap_unordered(execute_run, shared, tasks(np.flatnonzero(~received)), n_jobs):
                 if not received[outcome.index]:  # a run can complete twice across rounds; count it once
                     received[outcome.index] = True
                     yield outcome
                 del outcome
             return
         except backend.worker_loss_errors():
-            logger.debug("a worker was lost; re-executing the runs not yet received with their own seeds")
-    raise WorkerLossError(f"workers were lost more than {MAX_REEXECUTIONS} times; nothing was released")
+            pass
+    for index in np.flatnonzero(~received):
+        outcome = None
+        try:
+            # n_jobs as given: joblib runs a single job with n_jobs=1 in the driver itself
+            outcome = _first(backend.imap_unordered(execute_run, shared, tasks([index]), n_jobs))
+        except backend.worker_loss_errors():
+            pass
+        if outcome is None:  # lost on its own: the run, or the infrastructure? (outside the except: no context)
+            _probe_infrastructure(backend, n_jobs)
+            outcome = RunOutcome(int(index), math.nan)
+        yield outcome
+        del outcome
+
+
+def _first(results: Iterator[Any]) -> Any:
+    try:
+        return next(iter(results))
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
+
+
+def _nothing() -> None:
+    """A run of nothing: no data, no trainer."""
+
+
+def _probe_infrastructure(backend: Backend, n_jobs: int) -> None:
+    """Raise [`WorkerLossError`][privselect.tuning.engine.WorkerLossError] if the backend loses a run of nothing too."""
+    lost = False
+    try:
+        _first(backend.imap_unordered(_nothing, (), [()], n_jobs))
+    except backend.worker_loss_errors():
+        lost = True
+    if lost:
+        raise WorkerLossError(f"workers were lost more than {MAX_REEXECUTIONS} times, and a run of nothing was lost "
+                              "too; nothing was released")
 
 
 def released(function: Callable[..., Any], *args: Any) -> Any:
@@ -442,19 +612,25 @@ def _with_progress(results: Iterator[RunOutcome], total: int, progress: bool) ->
 def dry_run(task: RunTask, data: Any, plan: SelectionPlan) -> Selected:
     """Run ONE candidate on public or synthetic ``data`` with nothing swallowed.
 
-    The candidate's exception, a broken return value, a non-finite score or randomness state
-    in the output are raised as they are, so programming errors surface before private data is
-    touched. Uses fresh seeds (not the plan's): the seed is a secret key.
+    The candidate's exception, a usage error, a broken return value, a non-finite score, a
+    value that is not released (``ReleaseRefusedError``), randomness state in it and a pickling
+    error are raised as they are, so programming errors surface before private data is touched.
+    Uses fresh seeds (not the plan's): the seed is a secret key.
     """
     seeds = RunSeeds.of_run(np.random.SeedSequence(), 0)
-    try:
-        returned, params, details = task(data, seeds)
-    except StopSelection as stop:
-        raise stop.error from None
+    check = getattr(task, "check_candidate", None)
+    problem = None if check is None else check(seeds)
+    if problem is not None:
+        raise CandidatePrivacyError(problem)
+    with saved_globals():
+        seed_globals(seeds.globals)
+        try:
+            returned, params, details = task(readonly(data), seeds)
+        except StopSelection as stop:
+            raise stop.error from None
     score, output = split_return(returned)
     if score is not None and not math.isfinite(score):
         raise ValueError(f"the trainer returned a non-finite score ({score!r}) on the dry-run data; inside the "
                          "tuner this run would score the worst value")
-    guard_release(params, "params", "refuse")
-    guard_release(output, "output", "refuse")
+    params, output, details = pickle.loads(release_payload([params, output, details], plan.release))
     return Selected(True, 1, params, score, output, details)

@@ -82,6 +82,31 @@ RANDOMNESS_DETECTORS: dict[str, Callable[[types.ModuleType, Any], str | None]] =
 }
 
 
+def _state_as_data(obj: Any) -> str | None:
+    """Randomness *state* exported as plain data, in the shapes the frameworks export it.
+
+    ``Generator.bit_generator.state`` (a dict naming its bit generator), ``RandomState.get_state()``
+    (a tuple starting ``'MT19937'``), ``random.getstate()`` (version 3 and 625 words) and
+    ``torch.Generator.get_state()`` of a CPU generator (5056 bytes). The same numbers under other
+    names cannot be told apart from data: never release them.
+    """
+    kind = type(obj)
+    if kind is dict and isinstance(obj.get("bit_generator"), str) and "state" in obj:
+        return "a numpy bit generator state (a dict)"
+    if kind is tuple and len(obj) >= 2:
+        if type(obj[0]) is str and obj[0] == "MT19937":
+            return "a numpy RandomState state (a tuple)"
+        if type(obj[0]) is int and obj[0] == 3 and type(obj[1]) is tuple and len(obj[1]) == 625:
+            return "a random.Random state (a tuple)"
+    if kind is np.ndarray or (kind.__module__.startswith("torch") and kind.__name__ in ("Tensor", "Parameter")):
+        if tuple(obj.shape) == (CPU_GENERATOR_STATE_BYTES,) and str(obj.dtype) in ("uint8", "torch.uint8"):
+            return "a torch CPU generator state (5056 bytes)"
+    return None
+
+
+CPU_GENERATOR_STATE_BYTES = 5056
+
+
 def _loaded_detectors() -> list[tuple[types.ModuleType, Callable[[types.ModuleType, Any], str | None]]]:
     loaded = ((sys.modules.get(name), detect) for name, detect in RANDOMNESS_DETECTORS.items())
     return [(module, detect) for module, detect in loaded if module is not None]
@@ -90,6 +115,9 @@ def _loaded_detectors() -> list[tuple[types.ModuleType, Callable[[types.ModuleTy
 def randomness_kind(obj: Any, detectors=None) -> str | None:
     """What ``obj`` is (``numpy.random._generator.Generator``, ``torch.Generator (device cpu)``, ...) if it is
     randomness state of a loaded framework, else None."""
+    state = _state_as_data(obj)
+    if state is not None:
+        return state
     for module, detect in _loaded_detectors() if detectors is None else detectors:
         try:
             kind = detect(module, obj)
@@ -146,10 +174,13 @@ def _set_item(container: Any, key: Any) -> None:
 
 @_children_of.register(dict)
 def _(obj: dict, path: str):
-    for key, value in list(obj.items()):
+    for ordinal, (key, value) in enumerate(list(obj.items())):
         if randomness_kind(key) is not None:
-            yield f"{path} key {type(key).__name__}", key, None
-        yield f"{path}[{key!r}]", value, functools.partial(_set_item, obj, key)
+            yield f"{path} key #{ordinal}", key, None
+        # str keys are shown (a seed is recognised by its field name); other keys by their ordinal: a key's repr
+        # can be anything the trainer built from the data
+        shown = repr(key) if type(key) is str else f"key #{ordinal}"
+        yield f"{path}[{shown}]", value, functools.partial(_set_item, obj, key)
 
 
 @_children_of.register(list)

@@ -19,6 +19,7 @@ ends; nothing here computes privacy.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -27,8 +28,8 @@ import numpy as np
 from .. import _validation as check
 from ..errors import FinalRunFailedError
 from ..mechanisms import Mechanism
-from .engine import OPERATOR_EXCEPTIONS, RunTask, Selected, SelectionPlan, run_selection, silenced
-from .guard import guard_release
+from .engine import OPERATOR_EXCEPTIONS, RunTask, Selected, SelectionPlan, release_payload, run_selection, silenced
+from .globalstate import saved_globals, seed_globals
 
 __all__ = ["FinalRun", "FinalRunFailedError", "split_records", "run_pipeline"]
 
@@ -106,14 +107,20 @@ def run_pipeline(task: RunTask, data: Any, plan: SelectionPlan, *, final: FinalR
     if final is None or not selected.selected:
         return selected, None
     params = selected.params if final.extrapolate is None else final.extrapolate(selected.params, tuning_rate)
-    failed = False
-    with silenced():
+    failed, payload = False, b""
+    (global_seed,) = final_seed.spawn(1)
+    with saved_globals(), silenced():
         try:
+            seed_globals(global_seed)
             output = final.train(params, final_data, np.random.Generator(np.random.PCG64(final_seed)))
+            parts, output = [None, output, None], None
+            payload = release_payload(parts, plan.release)  # by value, guarded, inside the silence
         except OPERATOR_EXCEPTIONS:
             raise
         except BaseException:  # noqa: BLE001 - raised below without the exception (it may carry data)
-            failed, output = True, None
+            failed = True
+        output = None
     if failed:
-        raise FinalRunFailedError("the final training run raised; nothing was released")
-    return selected, guard_release(output, "final_output", plan.release)
+        raise FinalRunFailedError("the final training run raised, or returned a value that is not released (run it "
+                                  "on public data to see why); nothing was released")
+    return selected, pickle.loads(payload)[1]

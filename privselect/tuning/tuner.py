@@ -30,9 +30,9 @@ from ..selection.calibrate import calibrate_k_mean
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from .backends import BACKENDS
-from .engine import RunSeeds, SelectionPlan, StopSelection, TrainerContractError, dry_run, released, run_selection
+from .engine import RunSeeds, SelectionPlan, TrainerContractError, dry_run, released, run_selection
 from .pipeline import FinalRun, run_pipeline, split_records, tuning_rate_of
-from .privacy import CandidateCheck, CandidatePrivacyError, RunPrivacy
+from .privacy import CandidateCheck, RunPrivacy
 from .space import SearchSpace, draw, validate_space
 
 __all__ = ["PrivateTuner", "TuningResult", "BACKENDS"]
@@ -84,12 +84,16 @@ class _TrainerTask:
     space: SearchSpace
     candidate_check: CandidateCheck | None = None
 
+    def check_candidate(self, seeds: RunSeeds) -> str | None:
+        """The candidate's privacy problem, or None; the engine asks it for all K runs before the first run."""
+        if self.candidate_check is None:
+            return None
+        return self.candidate_check.problem(draw(self.space, seeds.params_rng()))
+
     def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
+        # the candidate's privacy was checked for all K runs before the first one (check_candidate): it comes from
+        # the seed alone, so a check here could only add what a run changed in between, a data-dependent event
         params = draw(self.space, seeds.params_rng())
-        if self.candidate_check is not None:  # before the data is touched; depends on the seed alone
-            problem = self.candidate_check.problem(params)
-            if problem is not None:
-                raise StopSelection(CandidatePrivacyError(problem))
         return self.train(params, data, seeds.train_rng()), params, None
 
 
@@ -152,7 +156,13 @@ class PrivateTuner:
         the subsample. ``split(data, keep_mask) -> data`` takes the records (default: rows of an
         array or of a tuple of arrays).
     release : "refuse" (default) or "strip"
-        What the release guard does with randomness state in the winner.
+        The winner is released by value ([`privselect.tuning.release`][privselect.tuning.release]); a run whose
+        output holds randomness state scores worst ("refuse"), or has it set to None ("strip").
+    isolate : bool
+        Run every candidate in a fresh forked process with stdout and stderr closed at the
+        file-descriptor level ([`privselect.tuning.isolation`][privselect.tuning.isolation]): for trainer code
+        you do not trust. A run that exits, is killed or leaves threads or ``atexit`` handlers
+        behind scores worst. POSIX only.
     accountant
         the accountant ``certify`` builds the base profile with; ``accountant_options``
         are passed to it.
@@ -164,7 +174,7 @@ class PrivateTuner:
                  base_epsilon: float | None = None, reveal_k: bool = False, release: str = "refuse",
                  accountant: str = "auto", accountant_options: dict[str, Any] | None = None,
                  final: FinalRun | None = None, tuning_rate: float = 1.0,
-                 split: Callable[[Any, Any], Any] | None = None) -> None:
+                 split: Callable[[Any, Any], Any] | None = None, isolate: bool = False) -> None:
         if not callable(train):
             raise TypeError("train must be callable: train(params, data, rng) -> score or (score, output)")
         check_signature(train, ("params", "data", "rng"), "train")
@@ -176,7 +186,7 @@ class PrivateTuner:
         base_epsilon = None if base_epsilon is None else check.positive("base_epsilon", base_epsilon)
         self._privacy = RunPrivacy(privacy, score_noise, self.search_space, base_epsilon)
         self.k, self.seed, self.direction, self.backend, self.n_jobs = k, seed, direction, backend, n_jobs
-        self.progress, self.release = bool(progress), release
+        self.progress, self.release, self.isolate = bool(progress), release, bool(isolate)
         self._plan()  # validates
         self.reveal_k = bool(reveal_k)
         if self.reveal_k and not isinstance(privacy, Mechanism):
@@ -196,7 +206,7 @@ class PrivateTuner:
 
     def _plan(self) -> SelectionPlan:
         return SelectionPlan(self.k, self.seed, self.direction, self.backend, self.n_jobs, self.progress,
-                             self.score_noise, self.release)
+                             self.score_noise, self.release, self.isolate)
 
     privacy = property(lambda self: self._privacy.privacy, doc="The privacy of one run, as declared.")
     score_noise = property(lambda self: self._privacy.score_noise)

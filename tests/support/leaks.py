@@ -30,7 +30,7 @@ import numpy as np
 
 from privselect.tuning.backends import SequentialBackend
 
-__all__ = ["traceback_leaks", "files_holding", "SEED_TYPES", "LossyBackend", "CollectingHandler", "kill_tuner_mid_run",
+__all__ = ["traceback_leaks", "files_holding", "SEED_TYPES", "LossyBackend", "AlwaysLostBackend", "CollectingHandler", "kill_tuner_mid_run",
            "remove_leftovers"]
 
 SEED_TYPES = (np.random.SeedSequence, np.random.bit_generator.SeedlessSeedSequence, np.random.Generator,
@@ -163,6 +163,21 @@ class LossyBackend(SequentialBackend):
             if count == 2:
                 raise LostWorker()
             yield function(*shared, *task)
+
+    def worker_loss_errors(self):
+        return (LostWorker,)
+
+
+@dataclasses.dataclass(frozen=True)
+class AlwaysLostBackend(SequentialBackend):
+    """Loses every task, a run of nothing included: the infrastructure is gone."""
+
+    name: str = "test-always-lost"
+
+    def imap_unordered(self, function, shared, tasks, n_jobs):
+        for _ in tasks:
+            raise LostWorker()
+        yield from ()
 
     def worker_loss_errors(self):
         return (LostWorker,)

@@ -54,6 +54,7 @@ _PUBLIC: dict[str, str] = {
     "Certificate": ".selection",
     "selection_profile": ".selection",
     "certify_pipeline": ".selection.pipeline",
+    "certify_adaptive": ".selection.adaptive",
     "report_noisy_max": ".selection",
     "calibrate_noise": ".selection",
     "calibrate_steps": ".selection",

@@ -67,11 +67,15 @@ _PUBLIC: dict[str, str] = {
     "AllRunsFailedError": ".errors",
     "RandomnessLeakError": ".errors",
     "WorkerLossError": ".errors",
+    "DensityRatioError": ".errors",
     # tuning
     "PrivateTuner": ".tuning",
     "TuningResult": ".tuning",
     "FinalRun": ".tuning",
     "space": ".tuning.space",
+    "AdaptiveSearch": ".tuning.adaptive",
+    "GaussianProcessUCB": ".tuning.adaptive",
+    "Parzen": ".tuning.adaptive",
     # apps
     "DPSGDClassifier": ".apps.dpsgd",
     "make_dpsgd_trainer": ".apps.dpsgd",

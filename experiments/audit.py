@@ -282,8 +282,7 @@ def run(quick: bool = False, out_dir=None) -> dict:
     columns = list(rows[0])
     with open(path, "w") as fh:
         fh.write(",".join(columns) + "\n")
-        for row in rows:
-            fh.write(",".join(json.dumps(row[c]) if isinstance(row[c], str) else repr(row[c]) for c in columns) + "\n")
+        fh.writelines(",".join(json.dumps(row[c]) if isinstance(row[c], str) else repr(row[c]) for c in columns) + "\n" for row in rows)
     honest = [r for r in rows if not r["expected_violation"]]
     broken = [r for r in rows if r["expected_violation"]]
     tight = np.array([r["tightness_vs_certificate"] for r in honest])

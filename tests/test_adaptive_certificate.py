@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import privselect as ps
 from privselect.accounting import rdp
@@ -108,3 +109,18 @@ def test_approximate_dp_runs_without_rdp_are_refused():
 def test_certificate_round_trips_through_json():
     cert = ps.certify_adaptive(ps.Gaussian(3.0), ps.Geometric(mean=5), 1e-5, density_ratio=(2, 0.5))
     assert ps.Certificate.from_json(cert.to_json()) == cert
+
+
+def test_the_docs_table_is_what_the_code_gives():
+    import re
+    from pathlib import Path
+
+    from experiments.adaptive_certificates import table
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "adaptive.md").read_text(encoding="utf-8")
+    for row in table():
+        match = re.search(rf"^\| {row['E[K]']} \|(.*)\|$", text, re.MULTILINE)
+        assert match, row["E[K]"]
+        shown = [float(v) for v in match.group(1).split("|")]
+        computed = [v for name, v in row.items() if name != "E[K]"]
+        assert shown == pytest.approx(computed, abs=0.005 + 1e-9)

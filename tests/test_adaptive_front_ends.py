@@ -12,7 +12,7 @@ import privselect as ps
 from privselect.errors import TrainerContractError
 from privselect.integrations.optuna import PrivateStudy
 from privselect.tuning.adaptive import AdaptiveRun
-from privselect.tuning.space import Choice, LogUniform, Uniform
+from privselect.tuning.space import Choice, LogUniform
 
 SECRET = 987654.321  # a score value that must never be found in anything released
 
@@ -22,7 +22,7 @@ def _train(params, data, rng):
 
 
 def _tuner(**kwargs):
-    options = dict(seed=5, search=ps.AdaptiveSearch(model="parzen", density_ratio=(2.0, 0.75), grid=16))
+    options = {"seed": 5, "search": ps.AdaptiveSearch(model="parzen", density_ratio=(2.0, 0.75), grid=16)}
     options.update(kwargs)
     return ps.PrivateTuner(_train, {"lr": LogUniform(1e-4, 1.0)}, ps.Gaussian(4.0), ps.Geometric(mean=8), 1e-5,
                            **options)
@@ -94,7 +94,8 @@ SPACE = {"lr": optuna.distributions.FloatDistribution(1e-4, 1.0, log=True),
 
 
 def _study(**kwargs):
-    options = dict(seed=2, search=ps.AdaptiveSearch(model="gp", density_ratio=(1.5, 0.8), grid=16), search_space=SPACE)
+    options = {"seed": 2, "search": ps.AdaptiveSearch(model="gp", density_ratio=(1.5, 0.8), grid=16),
+               "search_space": SPACE}
     options.update(kwargs)
     return PrivateStudy(ps.Gaussian(4.0), ps.Geometric(mean=6), 1e-5, **options)
 

@@ -4,13 +4,26 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import privselect as ps
 from privselect.selection.adaptive import DensityRatio
-from privselect.tuning.adaptive import (RESOLUTION, CandidateGrid, DensityRatioError, IntegerLaw, Parzen,
-                                        project_density)
-from privselect.tuning.space import Choice, IntLogUniform, IntUniform, LogUniform, Uniform
+from privselect.tuning.adaptive import (
+    RESOLUTION,
+    CandidateGrid,
+    DensityRatioError,
+    IntegerLaw,
+    Parzen,
+    project_density,
+)
+from privselect.tuning.space import (
+    Choice,
+    IntLogUniform,
+    IntUniform,
+    LogUniform,
+    Uniform,
+)
 
 ratios = st.tuples(st.floats(1.0001, 50.0), st.floats(0.01, 0.9999))
 masses = st.lists(st.floats(1e-3, 1.0), min_size=1, max_size=60)

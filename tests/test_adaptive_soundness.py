@@ -93,7 +93,7 @@ def neighbours(eps0):
 
 def k_law(mean):
     k = ps.Geometric(mean=mean)
-    kmax = int(math.ceil(math.log(1e-16) / math.log(1 - k.gamma)))
+    kmax = math.ceil(math.log(1e-16) / math.log(1 - k.gamma))
     pmf = k.pmf(np.arange(1, kmax + 1))
     return k, pmf, max(1.0 - pmf.sum(), 0.0)
 
@@ -131,7 +131,7 @@ def test_the_enumeration_catches_a_bound_that_ignores_the_selection():
     # released pair leaks more than one run: a "certificate" of eps0 (one run) is caught
     eps0 = 1.0
     p_d, p_d2 = np.full(3, rr(eps0, False)), np.full(3, rr(eps0, True))
-    k, pmf, tail = k_law(10)
+    _, pmf, tail = k_law(10)
 
     def schedule(last, score):
         law = np.zeros(3)

@@ -61,9 +61,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -74,15 +74,31 @@ from ..mechanisms import Gaussian, Laplace, Mechanism
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from ..selection.pipeline import certify_pipeline
-from ..tuning.engine import (RunSeeds, SelectionPlan, StopSelection, TrainerContractError, dry_run, released,
-                              run_selection, silenced)
+from ..tuning.adaptive import AdaptiveSearch
+from ..tuning.engine import (
+    RunSeeds,
+    SelectionPlan,
+    StopSelection,
+    TrainerContractError,
+    dry_run,
+    released,
+    run_selection,
+    silenced,
+)
 from ..tuning.pipeline import FinalRun, run_pipeline
 from ..tuning.privacy import CandidateCheck, CandidatePrivacyError, RunPrivacy
-from ..tuning.space import Choice, Distribution, IntLogUniform, IntUniform, LogUniform, Uniform, validate_space
-from ..tuning.adaptive import AdaptiveSearch
+from ..tuning.space import (
+    Choice,
+    Distribution,
+    IntLogUniform,
+    IntUniform,
+    LogUniform,
+    Uniform,
+    validate_space,
+)
 from ..tuning.tuner import adaptive_certificate, check_signature
 
-__all__ = ["PrivateStudy", "PrivateStudyResult", "PrivateStudyError", "PrivateTrial", "RELEASED_TRIAL_TIME"]
+__all__ = ["RELEASED_TRIAL_TIME", "PrivateStudy", "PrivateStudyError", "PrivateStudyResult", "PrivateTrial"]
 
 RELEASED_TRIAL_TIME = datetime.datetime(1970, 1, 1)
 """``datetime_start`` and ``datetime_complete`` of the released ``FrozenTrial``: a constant (a time would tell K)."""
@@ -176,7 +192,7 @@ class _SteppedFloat(Distribution):
         return float(self.low + self.step * rng.integers(0, n, endpoint=True))
 
     def support(self) -> tuple[tuple[Any, float], ...]:
-        n = int(math.floor((self.high - self.low) / self.step + 1e-12))
+        n = math.floor((self.high - self.low) / self.step + 1e-12)
         return tuple((float(self.low + self.step * i), 1.0 / (n + 1)) for i in range(n + 1))
 
 

@@ -46,8 +46,14 @@ from ..mechanisms import Mechanism
 from .certify import Certificate
 from .distributions import KDistribution, TruncatedNegativeBinomial
 
-__all__ = ["DensityRatio", "certify_adaptive", "adaptive_rdp_curve", "adaptive_pure_epsilon", "THEOREM_RDP",
-           "THEOREM_PURE"]
+__all__ = [
+    "THEOREM_PURE",
+    "THEOREM_RDP",
+    "DensityRatio",
+    "adaptive_pure_epsilon",
+    "adaptive_rdp_curve",
+    "certify_adaptive",
+]
 
 THEOREM_RDP = "Wang et al. 2023 (DP-HyPO), Thm 1"
 THEOREM_PURE = "Wang et al. 2023 (DP-HyPO), Thm 2"
@@ -71,7 +77,7 @@ class DensityRatio:
         object.__setattr__(self, "lower", float(lower))
 
     @classmethod
-    def of(cls, value: Any) -> "DensityRatio":
+    def of(cls, value: Any) -> DensityRatio:
         """A DensityRatio from itself or a pair (C, c)."""
         if isinstance(value, DensityRatio):
             return value
@@ -97,7 +103,10 @@ def _candidate_mechanisms(privacy: Any, space: Any) -> tuple[Mechanism, ...]:
         if space is None:
             raise ValueError("privacy is a callable params -> Mechanism: pass space= (its search space) so the "
                              "supremum over the space can be taken")
-        from ..tuning.space import ContinuousDependence, privacy_law  # the tuning layer knows the spaces
+        from ..tuning.space import (  # the tuning layer knows the spaces
+            ContinuousDependence,
+            privacy_law,
+        )
 
         try:
             mechanisms = privacy_law(space, privacy).mechanisms

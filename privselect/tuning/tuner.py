@@ -20,8 +20,9 @@ that depends on the data is part of the mechanism.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .. import _validation as check
 from ..accounting.profile import PrivacyProfile
@@ -29,14 +30,22 @@ from ..mechanisms import Gaussian, Laplace, Mechanism
 from ..selection.calibrate import calibrate_k_mean
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
+from .adaptive import AdaptiveSearch, AdaptiveTask
 from .backends import BACKENDS
-from .engine import RunSeeds, SelectionPlan, StopSelection, TrainerContractError, dry_run, released, run_selection
+from .engine import (
+    RunSeeds,
+    SelectionPlan,
+    StopSelection,
+    TrainerContractError,
+    dry_run,
+    released,
+    run_selection,
+)
 from .pipeline import FinalRun, run_pipeline, split_records, tuning_rate_of
 from .privacy import CandidateCheck, CandidatePrivacyError, RunPrivacy
 from .space import SearchSpace, draw, validate_space
-from .adaptive import AdaptiveSearch, AdaptiveTask
 
-__all__ = ["PrivateTuner", "TuningResult", "BACKENDS"]
+__all__ = ["BACKENDS", "PrivateTuner", "TuningResult"]
 
 
 
@@ -114,7 +123,7 @@ def adaptive_certificate(search: AdaptiveSearch, run_privacy: RunPrivacy, space:
                          f"{run_privacy.continuous_reason}")
     if isinstance(base, PrivacyProfile):
         if not isinstance(base.mechanism, Mechanism):
-            raise ValueError("an adaptive search is certified from the run's RDP curve: privacy must be a Mechanism "
+            raise TypeError("an adaptive search is certified from the run's RDP curve: privacy must be a Mechanism "
                              "(or a profile built from one)")
         base = base.mechanism
     return certify_adaptive(base, k, delta, density_ratio=search.ratio)
@@ -279,7 +288,7 @@ class PrivateTuner:
                                                           accountant_options=self.accountant_options)
         return self._certificate
 
-    def calibrate(self, target_epsilon: float, family: Callable[[float], KDistribution] | None = None) -> "PrivateTuner":
+    def calibrate(self, target_epsilon: float, family: Callable[[float], KDistribution] | None = None) -> PrivateTuner:
         """Set K to the largest mean (same family unless ``family`` is given) meeting ``target_epsilon``."""
         if self.heterogeneous or self.reveal_k or self.pipeline or self.search is not None:
             raise ValueError("calibrate supports the selection certificate (fixed privacy per run, K not revealed, "
@@ -346,4 +355,4 @@ class PrivateTuner:
         return TuningResult(selected.params, selected.score, selected.output, True, self.certificate, None)
 
 
-__all__ += ["check_signature", "adaptive_certificate"]
+__all__ += ["adaptive_certificate", "check_signature"]

@@ -6,5 +6,18 @@ from .grid import MAX_CELLS, CandidateGrid
 from .models import MODELS, GaussianProcessUCB, Parzen, SearchModel
 from .search import AdaptiveRun, AdaptiveSearch, AdaptiveTask
 
-__all__ = ["AdaptiveSearch", "AdaptiveRun", "AdaptiveTask", "CandidateGrid", "IntegerLaw", "project_density",
-           "GaussianProcessUCB", "Parzen", "SearchModel", "MODELS", "RESOLUTION", "MAX_CELLS", "DensityRatioError"]
+__all__ = [
+           "MAX_CELLS",
+           "MODELS",
+           "RESOLUTION",
+           "AdaptiveRun",
+           "AdaptiveSearch",
+           "AdaptiveTask",
+           "CandidateGrid",
+           "DensityRatioError",
+           "GaussianProcessUCB",
+           "IntegerLaw",
+           "Parzen",
+           "SearchModel",
+           "project_density",
+]

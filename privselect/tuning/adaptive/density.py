@@ -24,7 +24,7 @@ import numpy as np
 from ...errors import DensityRatioError
 from ...selection.adaptive import DensityRatio
 
-__all__ = ["project_density", "IntegerLaw", "RESOLUTION", "DensityRatioError"]
+__all__ = ["RESOLUTION", "DensityRatioError", "IntegerLaw", "project_density"]
 
 #: Total count of an integer law: cell probabilities are multiples of 2^-40.
 RESOLUTION = 2**40
@@ -74,14 +74,14 @@ class IntegerLaw:
         object.__setattr__(self, "_edges", np.cumsum(counts))
 
     @classmethod
-    def from_density(cls, f: np.ndarray, prior: np.ndarray, ratio: DensityRatio) -> "IntegerLaw":
+    def from_density(cls, f: np.ndarray, prior: np.ndarray, ratio: DensityRatio) -> IntegerLaw:
         """Round ``f`` to counts inside the count bounds, summing to RESOLUTION (vectorised greedy repair)."""
         prior = np.asarray(prior, dtype=float)
         lower, upper = _count_bounds(prior, ratio)
         if lower.sum() > RESOLUTION or upper.sum() < RESOLUTION:
             raise DensityRatioError(
                 "the candidate grid is too fine for the density ratio: some cell's prior mass is below what "
-                f"2^-40 resolution can bound; use a coarser grid (fewer cells) or a wider density_ratio")
+                "2^-40 resolution can bound; use a coarser grid (fewer cells) or a wider density_ratio")
         counts = np.clip(np.rint(np.asarray(f, dtype=float) * RESOLUTION).astype(np.int64), lower, upper)
         missing = RESOLUTION - int(counts.sum())
         if missing > 0:

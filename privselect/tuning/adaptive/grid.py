@@ -15,14 +15,15 @@ Models see cells and candidates through ``coordinates``: each hyperparameter map
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from ..space import Choice, Distribution, IntLogUniform, LogUniform, Uniform
 
-__all__ = ["CandidateGrid", "MAX_CELLS"]
+__all__ = ["MAX_CELLS", "CandidateGrid"]
 
 #: Largest joint grid (cells); a larger one is refused before anything is allocated.
 MAX_CELLS = 200_000

@@ -23,7 +23,7 @@ import numpy as np
 
 _KDE_CELLS = 1_000_000  # floats per block of the kernel sums
 
-__all__ = ["SearchModel", "GaussianProcessUCB", "Parzen", "MODELS", "model_from"]
+__all__ = ["MODELS", "GaussianProcessUCB", "Parzen", "SearchModel", "model_from"]
 
 
 class SearchModel:
@@ -84,7 +84,7 @@ class Parzen(SearchModel):
                              f"{self.gamma}, {self.bandwidth}, {self.beta}")
 
     def density(self, centres, prior, x, y):
-        n_good = max(1, int(math.ceil(self.gamma * y.size)))
+        n_good = max(1, math.ceil(self.gamma * y.size))
         order = np.argsort(-y, kind="stable")
         good, bad = x[order[:n_good]], x[order[n_good:]]
         log_l = _log_kde(centres, good, prior, self.bandwidth)
@@ -107,7 +107,7 @@ def _log_kde(centres: np.ndarray, points: np.ndarray, prior: np.ndarray, bandwid
 MODELS = {"gp": GaussianProcessUCB, "parzen": Parzen}
 
 
-def model_from(model: "str | SearchModel") -> SearchModel:
+def model_from(model: str | SearchModel) -> SearchModel:
     """A model from its name ("gp", "parzen") or itself."""
     if isinstance(model, SearchModel):
         return model

@@ -14,8 +14,9 @@ the state counts runs, and a run's density depends on earlier results only.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from .density import IntegerLaw, prior_only, project_density
 from .grid import CandidateGrid
 from .models import SearchModel, model_from
 
-__all__ = ["AdaptiveSearch", "AdaptiveRun"]
+__all__ = ["AdaptiveRun", "AdaptiveSearch"]
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class AdaptiveSearch:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
-    def start(self, space: Mapping[str, Distribution], direction: str = "maximize") -> "AdaptiveRun":
+    def start(self, space: Mapping[str, Distribution], direction: str = "maximize") -> AdaptiveRun:
         """The state of one selection over ``space`` (fresh: no history)."""
         return AdaptiveRun(self, CandidateGrid(space, self.grid), 1.0 if direction == "maximize" else -1.0)
 

@@ -153,3 +153,9 @@ def test_without_room_the_search_is_the_prior():
 def test_bad_search_options_name_the_parameter(kwargs, word):
     with pytest.raises((ValueError, TypeError), match=word):
         ps.AdaptiveSearch(**kwargs)
+
+
+def test_a_grid_too_fine_for_the_resolution_is_refused_before_any_run():
+    space = {"x": Choice(list(range(200_000)))}
+    with pytest.raises(DensityRatioError, match="coarser grid"):
+        ps.AdaptiveSearch(model="parzen", density_ratio=(1.000001, 0.999999)).start(space)

@@ -55,7 +55,10 @@ class AdaptiveSearch:
 
     def start(self, space: Mapping[str, Distribution], direction: str = "maximize") -> AdaptiveRun:
         """The state of one selection over ``space`` (fresh: no history)."""
-        return AdaptiveRun(self, CandidateGrid(space, self.grid), 1.0 if direction == "maximize" else -1.0)
+        grid = CandidateGrid(space, self.grid)
+        if not prior_only(self.ratio):  # data-independent: a grid too fine for the resolution fails here, not in a run
+            IntegerLaw.from_density(grid.prior, grid.prior, self.ratio)
+        return AdaptiveRun(self, grid, 1.0 if direction == "maximize" else -1.0)
 
 
 class AdaptiveRun:

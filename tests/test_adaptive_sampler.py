@@ -158,4 +158,4 @@ def test_bad_search_options_name_the_parameter(kwargs, word):
 def test_a_grid_too_fine_for_the_resolution_is_refused_before_any_run():
     space = {"x": Choice(list(range(200_000)))}
     with pytest.raises(DensityRatioError, match="coarser grid"):
-        ps.AdaptiveSearch(model="parzen", density_ratio=(1.000001, 0.999999)).start(space)
+        ps.AdaptiveSearch(model="parzen", density_ratio=(1 + 1e-9, 1 - 1e-9)).start(space)

@@ -54,7 +54,12 @@ class _Axis:
         if self.edges is not None:
             mids = 0.5 * (self.edges[1:] + self.edges[:-1])
             return (mids - self.edges[0]) / (self.edges[-1] - self.edges[0])
-        return np.array([self.coordinate(v) for v in self.values])
+        if isinstance(self.law, Choice):  # the option index, vectorised (no search per value)
+            return np.arange(len(self.values)) / max(len(self.values) - 1, 1)
+        numbers = np.asarray(self.values, dtype=float)
+        transform = np.log if self.log else (lambda v: v)
+        span = transform(numbers[-1]) - transform(numbers[0])
+        return (transform(numbers) - transform(numbers[0])) / span if span > 0 else np.full(numbers.size, 0.5)
 
     def draw(self, cell: int, rng: np.random.Generator) -> Any:
         if self.edges is None:

@@ -13,13 +13,16 @@ empirical LOWER bound on epsilon(delta); the certificate is an UPPER bound. Ever
 * a deliberately broken tuner that also releases the non-winning scores: the auditor must
   find ``lower > certified`` (power);
 * the real ``PrivateTuner`` code path through the non-vectorised interface;
+* the adaptive tuner (``PrivateTuner(search=ps.AdaptiveSearch(...))``, DP-HyPO): randomized-response runs
+  whose candidate decides which bit they report, a Parzen model learning from earlier released scores;
+  the released (candidate, score) pair is audited against ``ps.certify_adaptive``;
 * a full-tuner distinguishing test: the real ``PrivateTuner`` (engine, seeds, release) with
   randomized-response runs, each exactly ``PureDP(1)``, on D = {1} and D' = {0}, for
   K ~ Geometric(10) and Geometric(50). The released best score is a bit, so the exact epsilon
   of the whole tuner is known in closed form (``full_tuner_exact_epsilon``): the audit's lower
   bound must lie below it, and both below the certificate.
 
-    python -m experiments.audit [--quick]        (full: ~2-4 min on one core)
+    python -m experiments.audit [--quick]        (full: ~6-8 min on one core)
 
 Writes ``audit.csv`` (one row per audit) to ``experiments/results/`` (``quick/`` when quick).
 """
@@ -230,25 +233,56 @@ def audit_full_tuner(n, delta, seed, means=FULL_TUNER_MEANS, epsilon: float = 1.
     return rows
 
 
+def adaptive_rr_trainer(epsilon: float):
+    """Candidate j = 0 reports the record's bit, j = 1 its complement, each by randomized response (PureDP(eps))."""
+    keep = math.exp(epsilon) / (1.0 + math.exp(epsilon))
+
+    def train(params, data, rng):
+        bit = float(data[0]) if params["j"] == 0 else 1.0 - float(data[0])
+        return bit if rng.random() < keep else 1.0 - bit
+
+    return train
+
+
+def audit_adaptive_tuner(n, delta, seed, mean: float = 10, epsilon: float = 1.0, ratio=(2.0, 0.75)):
+    """The real PrivateTuner with an adaptive search (Parzen, DP-HyPO densities), randomized-response runs:
+    the statistic is the released pair (candidate, score) as 2 j + score; certificate ps.certify_adaptive."""
+    k = ps.Geometric(mean=mean)
+    search = ps.AdaptiveSearch(model=ps.Parzen(min_observations=2, gamma=0.5), density_ratio=ratio)
+    tuner = ps.PrivateTuner(adaptive_rr_trainer(epsilon), {"j": ps.space.Choice([0, 1])}, ps.PureDP(epsilon), k,
+                            delta, search=search)
+
+    def run_once(data, rng, tuner=tuner):
+        tuner.seed = int(rng.integers(2**63))
+        result = tuner.run(np.asarray(data))
+        return 2.0 * result.best_params["j"] + result.best_score
+
+    r = A.audit(run_once, [1.0], [0.0], delta=delta, thresholds=[0.5, 1.5, 2.5], n_samples=n, seed=seed,
+                confidence=CONFIDENCE)
+    return [_row("adaptive_tuner", f"PrivateTuner(search=Parzen, C/c={ratio[0]:g}/{ratio[1]:g}), K ~ geometric({mean}), "
+                 f"PureDP({epsilon}) randomized response", repr(k), r, tuner.certificate.epsilon)]
+
+
 def run(quick: bool = False, out_dir=None) -> dict:
     started = time.perf_counter()
     seed = 2024
     if quick:
         rows = (audit_gaussian([10**4, 10**5], [1.0], [1e-2], seed) + audit_rnm(10**5, [1.0], 1e-2, seed)
                 + audit_tuner(10**5, [1.0], [1e-2], seed) + audit_broken_tuner(2 * 10**5, 1e-2, seed)
-                + audit_real_tuner(1000, seed) + audit_full_tuner(1000, 1e-3, seed))
+                + audit_real_tuner(1000, seed) + audit_full_tuner(1000, 1e-3, seed)
+                + audit_adaptive_tuner(200, 1e-3, seed))
     else:
         rows = (audit_gaussian([10**4, 10**5, 10**6, 10**7], [0.5, 1.0, 2.0], [1e-2, 1e-3], seed)
                 + audit_rnm(10**6, [0.5, 1.0, 2.0], 1e-2, seed)
                 + audit_tuner(10**6, [1.0, 2.0], [1e-2, 1e-3], seed)
                 + audit_broken_tuner(10**6, 1e-2, seed)
-                + audit_real_tuner(3000, seed) + audit_full_tuner(10_000, 1e-3, seed))
+                + audit_real_tuner(3000, seed) + audit_full_tuner(10_000, 1e-3, seed)
+                + audit_adaptive_tuner(3000, 1e-3, seed))
     path = _results_dir(quick, out_dir) / f"{NAME}.csv"
     columns = list(rows[0])
     with open(path, "w") as fh:
         fh.write(",".join(columns) + "\n")
-        for row in rows:
-            fh.write(",".join(json.dumps(row[c]) if isinstance(row[c], str) else repr(row[c]) for c in columns) + "\n")
+        fh.writelines(",".join(json.dumps(row[c]) if isinstance(row[c], str) else repr(row[c]) for c in columns) + "\n" for row in rows)
     honest = [r for r in rows if not r["expected_violation"]]
     broken = [r for r in rows if r["expected_violation"]]
     tight = np.array([r["tightness_vs_certificate"] for r in honest])

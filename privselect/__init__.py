@@ -54,6 +54,7 @@ _PUBLIC: dict[str, str] = {
     "Certificate": ".selection",
     "selection_profile": ".selection",
     "certify_pipeline": ".selection.pipeline",
+    "certify_adaptive": ".selection.adaptive",
     "report_noisy_max": ".selection",
     "calibrate_noise": ".selection",
     "calibrate_steps": ".selection",
@@ -70,6 +71,7 @@ _PUBLIC: dict[str, str] = {
     "AllRunsFailedError": ".errors",
     "RandomnessLeakError": ".errors",
     "WorkerLossError": ".errors",
+    "DensityRatioError": ".errors",
     # tuning
     "PrivateTuner": ".tuning",
     "TuningResult": ".tuning",
@@ -79,6 +81,9 @@ _PUBLIC: dict[str, str] = {
     "Uniform": ".tuning.space",
     "LogUniform": ".tuning.space",
     "IntUniform": ".tuning.space",
+    "AdaptiveSearch": ".tuning.adaptive",
+    "GaussianProcessUCB": ".tuning.adaptive",
+    "Parzen": ".tuning.adaptive",
     # apps
     "DPSGDClassifier": ".apps.dpsgd",
     "make_dpsgd_trainer": ".apps.dpsgd",

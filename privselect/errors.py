@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = ["CertificationError", "UnsupportedMechanismError", "PrivateStudyError", "AllRunsFailedError",
            "TrainerContractError", "RandomnessLeakError", "ReleaseRefusedError", "CandidatePrivacyError", "WorkerLossError",
-           "FinalRunFailedError"]
+           "FinalRunFailedError", "DensityRatioError"]
 
 
 class CertificationError(ValueError):
@@ -68,3 +68,7 @@ class WorkerLossError(RuntimeError):
 
 class FinalRunFailedError(RuntimeError):
     """The final training run of a pipeline raised; nothing was released. The message is fixed (no run data)."""
+
+
+class DensityRatioError(ValueError):
+    """An adaptive search's sampling density would leave its declared bounds c <= pi/pi0 <= C; it is refused."""

@@ -65,9 +65,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -78,14 +78,31 @@ from ..mechanisms import Gaussian, Laplace, Mechanism
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from ..selection.pipeline import certify_pipeline
-from ..tuning.engine import (RunSeeds, SelectionPlan, StopSelection, TrainerContractError, dry_run, released,
-                              run_selection, silenced)
+from ..tuning.adaptive import AdaptiveSearch
+from ..tuning.engine import (
+    RunSeeds,
+    SelectionPlan,
+    StopSelection,
+    TrainerContractError,
+    dry_run,
+    released,
+    run_selection,
+    silenced,
+)
 from ..tuning.pipeline import FinalRun, run_pipeline
 from ..tuning.privacy import CandidateCheck, CandidatePrivacyError, RunPrivacy
-from ..tuning.space import Choice, Distribution, IntLogUniform, IntUniform, LogUniform, Uniform, validate_space
-from ..tuning.tuner import check_signature
+from ..tuning.space import (
+    Choice,
+    Distribution,
+    IntLogUniform,
+    IntUniform,
+    LogUniform,
+    Uniform,
+    validate_space,
+)
+from ..tuning.tuner import adaptive_certificate, check_signature
 
-__all__ = ["PrivateStudy", "PrivateStudyResult", "PrivateStudyError", "PrivateTrial", "RELEASED_TRIAL_TIME"]
+__all__ = ["RELEASED_TRIAL_TIME", "PrivateStudy", "PrivateStudyError", "PrivateStudyResult", "PrivateTrial"]
 
 RELEASED_TRIAL_TIME = datetime.datetime(1970, 1, 1)
 """``datetime_start`` and ``datetime_complete`` of the released ``FrozenTrial``: a constant (a time would tell K)."""
@@ -212,6 +229,26 @@ class _SteppedFloat(Distribution):
         n = int(math.floor((self.high - self.low) / self.step + 1e-12))
         return float(self.low + self.step * rng.integers(0, n, endpoint=True))
 
+    def support(self) -> tuple[tuple[Any, float], ...]:
+        n = math.floor((self.high - self.low) / self.step + 1e-12)
+        return tuple((float(self.low + self.step * i), 1.0 / (n + 1)) for i in range(n + 1))
+
+
+def search_law(name: str, law: Any) -> Distribution:
+    """A declared law of the adaptive search: a privselect law, or an Optuna distribution (its suggest_* law)."""
+    if isinstance(law, Distribution):
+        return law
+    optuna = _optuna()
+    dists = optuna.distributions
+    if isinstance(law, dists.FloatDistribution):
+        return _distribution("float", law.low, law.high, law.step, law.log) if law.low < law.high else Choice([law.low])
+    if isinstance(law, dists.IntDistribution):
+        return _distribution("int", law.low, law.high, law.step, law.log)
+    if isinstance(law, dists.CategoricalDistribution):
+        return Choice(law.choices)
+    raise TypeError(f"search_space[{name!r}] must be a privselect.space law or an optuna distribution, got "
+                    f"{type(law).__name__}")
+
 
 class PrivateTrial:
     """What the objective sees: Optuna's suggest API, its own generator, no pruning, no study.
@@ -223,8 +260,10 @@ class PrivateTrial:
 
     def __init__(self, number: int, rng: np.random.Generator, params_rng: np.random.Generator | None,
                  optuna_trial: Any = None, privacy_space: Mapping[str, Distribution] | None = None,
-                 candidate_check: CandidateCheck | None = None) -> None:
+                 candidate_check: CandidateCheck | None = None,
+                 preset: tuple[Mapping[str, Distribution], Mapping[str, Any]] | None = None) -> None:
         self.number, self.rng = number, rng
+        self._preset_laws, self._preset = preset if preset is not None else ({}, {})
         self._params_rng, self._trial = params_rng, optuna_trial
         self._privacy_space = dict(privacy_space or {})
         self._check = candidate_check
@@ -250,11 +289,14 @@ class PrivateTrial:
             raise _Refused()
         if name in self._params:
             return self._params[name]
-        declared = self._privacy_space.get(name)
-        if declared is not None and declared != law:
-            self._refuse(TrainerContractError(f"trial suggests {name!r} from {law!r}, but privacy_space declares "
-                                              f"{declared!r}: they must be the same law"))
-        if name in self._predrawn:
+        for space_name, space in (("privacy_space", self._privacy_space), ("search_space", self._preset_laws)):
+            declared = space.get(name)
+            if declared is not None and declared != law:
+                self._refuse(TrainerContractError(f"trial suggests {name!r} from {law!r}, but {space_name} declares "
+                                                  f"{declared!r}: they must be the same law"))
+        if name in self._preset:  # drawn by the adaptive search from its bounded-ratio law
+            value = self._preset[name]
+        elif name in self._predrawn:
             value = self._predrawn[name]
         else:
             value = adaptive_call() if self._trial is not None else law.sample(self._params_rng)
@@ -381,6 +423,26 @@ class _AdaptiveTask:
         self.current = None
 
 
+class _SearchTask:
+    """Trials of an adaptive search (DP-HyPO): the declared hyperparameters come from the search's law, the
+    others from their own laws (independent of earlier trials); the engine runs it in the driver, in order."""
+
+    def __init__(self, objective, state, search_space, privacy_space, candidate_check) -> None:
+        self.objective, self.state, self.search_space = objective, state, search_space
+        self.privacy_space, self.candidate_check = privacy_space, candidate_check
+
+    def __call__(self, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
+        drawn = self.state.draw(seeds.index, seeds.params_rng())
+        others = np.random.SeedSequence(seeds.params.entropy, spawn_key=seeds.params.spawn_key + (1,))
+        trial = PrivateTrial(seeds.index, seeds.train_rng(), np.random.Generator(np.random.PCG64(others)),
+                             privacy_space=self.privacy_space, candidate_check=self.candidate_check,
+                             preset=(self.search_space, drawn))
+        return _call_objective(self.objective, trial, self.privacy_space, self.candidate_check)
+
+    def observe(self, index: int, score: float) -> None:
+        self.state.observe(index, score)
+
+
 def _direction(direction: Any) -> str:
     name = getattr(direction, "name", direction)  # optuna.study.StudyDirection.MAXIMIZE -> "MAXIMIZE"
     if isinstance(name, str) and name.lower() in ("maximize", "minimize"):
@@ -405,7 +467,8 @@ class PrivateStudy:
                  base_epsilon: float | None = None, privacy_space: Mapping[str, Distribution] | None = None,
                  release: str = "refuse", accountant: str = "auto",
                  accountant_options: dict[str, Any] | None = None, final: FinalRun | None = None,
-                 pruner: Any = None, directions: Any = None, isolate: bool = False):
+                 pruner: Any = None, directions: Any = None, isolate: bool = False,
+                 search: AdaptiveSearch | None = None, search_space: Mapping[str, Any] | None = None):
         optuna = _optuna()
         _explain_plots(optuna)
         if pruner is not None and not isinstance(pruner, optuna.pruners.NopPruner):
@@ -453,6 +516,27 @@ class PrivateStudy:
             raise ValueError("final= takes a privselect.FinalRun on the full data (data='full'), with privacy a Mechanism "
                              "or PrivacyProfile, adaptive=False and reveal_k=False")
         self.final = final
+        self.search, self.search_space = self._check_search(search, search_space)
+
+    def _check_search(self, search: Any, search_space: Any) -> tuple[AdaptiveSearch | None, dict | None]:
+        if search is None:
+            if search_space is not None:
+                raise ValueError("search_space= declares the laws of an adaptive search: pass search=ps.AdaptiveSearch(...)")
+            return None, None
+        if not isinstance(search, AdaptiveSearch):
+            raise TypeError(f"search must be a privselect.AdaptiveSearch, got {type(search).__name__}")
+        if (self._sampler is not None or self.adaptive or self.reveal_k or self.final is not None
+                or self._plan.n_jobs != 1 or self._plan.isolate):
+            raise ValueError("search= is the study's sampler: it runs trials one after another (n_jobs=1) in this "
+                             "process (the search learns from each trial), keeps K inside, and takes no sampler=, "
+                             "adaptive=True, reveal_k=True, final= or isolate=True")
+        if not isinstance(search_space, Mapping) or not search_space:
+            raise ValueError("search= needs search_space: the laws the adaptive search draws from, in Optuna's "
+                             "vocabulary or privselect's, e.g. {'lr': optuna.distributions.FloatDistribution(1e-4, "
+                             "1e-1, log=True)}; the objective suggests them with the same laws")
+        space = {name: search_law(name, law) for name, law in search_space.items()}
+        search.start(validate_space(space), self._plan.direction)  # builds the grid now: refuses a bad space early
+        return search, space
 
     def _composed_privacy_message(self, privacy: Any) -> str:
         """What to do when adaptive=True or reveal_k=True meets a privacy that is not a Mechanism."""
@@ -485,13 +569,20 @@ class PrivateStudy:
                       else "chooses candidates from past trial values")
             raise PrivateStudyError(
                 f"{type(sampler).__name__} {reason}; the selection certificate needs i.i.d. candidates "
-                "(the default sampler). Pass adaptive=True to certify it as an adaptive search (a larger epsilon)."
+                "(the default sampler). For a search that learns from earlier trials, use "
+                "search=ps.AdaptiveSearch(model='parzen' (TPE-like) or 'gp', density_ratio=(2, 0.75)) with "
+                "search_space=: its density stays within (C, c) of the prior and ps.certify_adaptive certifies it "
+                "with K hidden (docs/adaptive.md). adaptive=True keeps this sampler and certifies the search as a "
+                "composition of every trial (a much larger epsilon)."
             )
         return sampler
 
     @property
     def certificate(self) -> Certificate:
         """Certificate of the whole search (computed before any trial; data-independent)."""
+        if self._certificate is None and self.search is not None:
+            self._certificate = adaptive_certificate(self.search, self._privacy, self.search_space, self.k,
+                                                     self.delta)
         if self._certificate is None and self.final is not None:
             self._certificate = certify_pipeline(self._privacy.base, self.k, self.delta, final=self.final.privacy,
                                                  accountant=self.accountant, **self.accountant_options)
@@ -537,13 +628,24 @@ class PrivateStudy:
         return released(self._optimize, objective, certificate)
 
     def _optimize(self, objective: Callable[[PrivateTrial], Any], certificate: Certificate) -> PrivateStudyResult:
-        if self._sampler is None:
+        if self.search is not None:
+            selected, final_output = self._optimize_search(objective), None
+        elif self._sampler is None:
             task = _ObjectiveTask(objective, self.privacy_space, self._candidate_check())
             selected, final_output = run_pipeline(task, None, self._plan, final=self.final, tuning_rate=1.0)
         else:
             selected, final_output = self._optimize_adaptive(objective), None
         result = self._result(selected, certificate)
         return dataclasses.replace(result, final_output=final_output) if final_output is not None else result
+
+    def _optimize_search(self, objective):
+        """The adaptive search: its state (the released values so far) lives in this frame only."""
+        task = _SearchTask(objective, self.search.start(self.search_space, self._plan.direction), self.search_space,
+                           self.privacy_space, self._candidate_check())
+        try:
+            return run_selection(task, None, self._plan, observe=task.observe)
+        finally:
+            task.state = None
 
     def _optimize_adaptive(self, objective):
         optuna = _optuna()

@@ -20,8 +20,9 @@ that depends on the data is part of the mechanism.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .. import _validation as check
 from ..accounting.profile import PrivacyProfile
@@ -29,13 +30,14 @@ from ..mechanisms import Gaussian, Laplace, Mechanism
 from ..selection.calibrate import calibrate_k_mean
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
+from .adaptive import AdaptiveSearch, AdaptiveTask
 from .backends import BACKENDS
-from .engine import RunSeeds, SelectionPlan, TrainerContractError, dry_run, released, run_selection
+from .engine import RunSeeds, SelectionPlan, StopSelection, TrainerContractError, dry_run, released, run_selection
 from .pipeline import FinalRun, run_pipeline, split_records, tuning_rate_of
 from .privacy import CandidateCheck, RunPrivacy
 from .space import SearchSpace, draw, validate_space
 
-__all__ = ["PrivateTuner", "TuningResult", "BACKENDS"]
+__all__ = ["BACKENDS", "PrivateTuner", "TuningResult"]
 
 
 
@@ -95,6 +97,38 @@ class _TrainerTask:
         # the seed alone, so a check here could only add what a run changed in between, a data-dependent event
         params = draw(self.space, seeds.params_rng())
         return self.train(params, data, seeds.train_rng()), params, None
+
+
+@dataclass(frozen=True)
+class _AdaptiveCandidate:
+    """One run of an adaptive search: the candidate comes from the search's law; check it, then train."""
+
+    train: Callable[..., Any]
+    candidate_check: CandidateCheck | None = None
+
+    def __call__(self, params: Any, data: Any, seeds: RunSeeds) -> tuple[Any, Any, Any]:
+        if self.candidate_check is not None:
+            problem = self.candidate_check.problem(params)
+            if problem is not None:
+                raise StopSelection(CandidatePrivacyError(problem))
+        return self.train(params, data, seeds.train_rng()), params, None
+
+
+def adaptive_certificate(search: AdaptiveSearch, run_privacy: RunPrivacy, space: Any, k: KDistribution,
+                         delta: float) -> Certificate:
+    """The certificate of an adaptive search (DP-HyPO; ``ps.certify_adaptive``) for the front ends."""
+    from ..selection.adaptive import certify_adaptive
+
+    base = run_privacy.base
+    if base is None:
+        raise ValueError(f"an adaptive search needs a finite law of the hyperparameters privacy(params) reads: "
+                         f"{run_privacy.continuous_reason}")
+    if isinstance(base, PrivacyProfile):
+        if not isinstance(base.mechanism, Mechanism):
+            raise TypeError("an adaptive search is certified from the run's RDP curve: privacy must be a Mechanism "
+                             "(or a profile built from one)")
+        base = base.mechanism
+    return certify_adaptive(base, k, delta, density_ratio=search.ratio)
 
 
 def check_signature(function: Callable[..., Any], arguments: tuple[str, ...], role: str) -> None:
@@ -163,6 +197,11 @@ class PrivateTuner:
         file-descriptor level ([`privselect.tuning.isolation`][privselect.tuning.isolation]): for trainer code
         you do not trust. A run that exits, is killed or leaves threads or ``atexit`` handlers
         behind scores worst. POSIX only.
+    search : ps.AdaptiveSearch, optional
+        An adaptive search that learns from earlier runs (a Gaussian process or a Parzen model), each
+        candidate drawn from a density within ``density_ratio=(C, c)`` of the search space's law;
+        certified by ``ps.certify_adaptive`` (DP-HyPO, docs/adaptive.md). Sequential (n_jobs=1), K not
+        revealed, no final run or subsample.
     accountant
         the accountant ``certify`` builds the base profile with; ``accountant_options``
         are passed to it.
@@ -174,7 +213,8 @@ class PrivateTuner:
                  base_epsilon: float | None = None, reveal_k: bool = False, release: str = "refuse",
                  accountant: str = "auto", accountant_options: dict[str, Any] | None = None,
                  final: FinalRun | None = None, tuning_rate: float = 1.0,
-                 split: Callable[[Any, Any], Any] | None = None, isolate: bool = False) -> None:
+                 split: Callable[[Any, Any], Any] | None = None, isolate: bool = False,
+                 search: AdaptiveSearch | None = None) -> None:
         if not callable(train):
             raise TypeError("train must be callable: train(params, data, rng) -> score or (score, output)")
         check_signature(train, ("params", "data", "rng"), "train")
@@ -203,6 +243,17 @@ class PrivateTuner:
                              "inside (reveal_k=False)")
         if final is not None and final.data == "complement" and self.tuning_rate == 1.0:
             raise ValueError("FinalRun(data='complement') needs tuning_rate < 1")
+        if search is not None and not isinstance(search, AdaptiveSearch):
+            raise TypeError(f"search must be a privselect.AdaptiveSearch, got {type(search).__name__}")
+        self.search = search
+        if search is not None:
+            if callable(self.search_space) and not isinstance(self.search_space, dict):
+                raise ValueError("search= needs search_space as a dict of privselect.space distributions (its law is "
+                                 "the prior the density ratio refers to)")
+            if self.reveal_k or self.pipeline or n_jobs != 1 or self.isolate:
+                raise ValueError("search= runs the candidates one after another (n_jobs=1) in this process (the "
+                                 "search learns from each run: isolate=False), keeps K inside (reveal_k=False) and "
+                                 "has no final= or tuning_rate < 1")
 
     def _plan(self) -> SelectionPlan:
         return SelectionPlan(self.k, self.seed, self.direction, self.backend, self.n_jobs, self.progress,
@@ -238,15 +289,18 @@ class PrivateTuner:
                 self._privacy.base, self.k, self.delta, final=None if final is None else final.privacy,
                 tuning_rate=self.tuning_rate, final_data="full" if final is None else final.data,
                 accountant=self.accountant, **self.accountant_options)
+        if self._certificate is None and self.search is not None:
+            self._certificate = adaptive_certificate(self.search, self._privacy, self.search_space, self.k,
+                                                     self.delta)
         if self._certificate is None:
             self._certificate = self._privacy.certificate(self.k, self.delta, reveal_k=self.reveal_k,
                                                           accountant=self.accountant,
                                                           accountant_options=self.accountant_options)
         return self._certificate
 
-    def calibrate(self, target_epsilon: float, family: Callable[[float], KDistribution] | None = None) -> "PrivateTuner":
+    def calibrate(self, target_epsilon: float, family: Callable[[float], KDistribution] | None = None) -> PrivateTuner:
         """Set K to the largest mean (same family unless ``family`` is given) meeting ``target_epsilon``."""
-        if self.heterogeneous or self.reveal_k or self.pipeline:
+        if self.heterogeneous or self.reveal_k or self.pipeline or self.search is not None:
             raise ValueError("calibrate supports the selection certificate (fixed privacy per run, K not revealed, "
                              "no final run or subsample)")
         if family is None:
@@ -277,7 +331,9 @@ class PrivateTuner:
         return released(self._run, data, certificate)
 
     def _run(self, data: Any, certificate: Certificate) -> TuningResult:
-        if self.pipeline:
+        if self.search is not None:
+            selected, final_output = self._run_search(data), None
+        elif self.pipeline:
             selected, final_output = run_pipeline(self._task(), data, self._plan(), final=self.final,
                                                   tuning_rate=self.tuning_rate, split=self.split)
         else:
@@ -287,6 +343,16 @@ class PrivateTuner:
             return TuningResult(None, None, None, False, certificate, revealed)
         return TuningResult(selected.params, selected.score, selected.output, True, certificate, revealed,
                             final_output)
+
+    def _run_search(self, data: Any):
+        """The adaptive search: its state (the released scores so far) lives in this frame only."""
+        check_candidate = self._privacy.candidate_check(self.k, self.delta, self.accountant, self.accountant_options)
+        task = AdaptiveTask(self.search.start(self.search_space, self.direction),
+                            _AdaptiveCandidate(self.train, check_candidate))
+        try:
+            return run_selection(task, data, self._plan(), observe=task.observe)
+        finally:
+            task.state = None
 
     def dry_run(self, public_or_synthetic_data: Any) -> TuningResult:
         """Run ONE candidate on public or synthetic data and re-raise whatever goes wrong.
@@ -299,4 +365,4 @@ class PrivateTuner:
         return TuningResult(selected.params, selected.score, selected.output, True, self.certificate, None)
 
 
-__all__ += ["check_signature"]
+__all__ += ["adaptive_certificate", "check_signature"]

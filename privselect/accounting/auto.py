@@ -264,7 +264,7 @@ class PointwiseMinCurve(DirectionalCurve):
                     best = np.min([r[2] for r in rows], axis=0)
                     near = best <= _DELTA_MARGINS[0] * self._floor(asked)
 
-                    def wanted(m: LazyMember) -> np.ndarray:
+                    def wanted(m: LazyMember, needed=needed, best=best, near=near) -> np.ndarray:
                         mask = needed & (best > _DELTA_HINT_RATIO * m.floor_hint)
                         return mask & near if m.floor_only else mask
 

@@ -91,6 +91,8 @@ def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float) 
         gap = np.where(spread > 0, dx * (chord - a) * (b - chord) / spread, 0.0)
     gap = np.minimum(gap, dx * np.maximum(spread, 0.0) / 4) * (1 + 1e-12)
     gap += (up - low)[1:] + (up - low)[:-1] + dx * 4 * SF_REL_ERROR * (np.abs(a) + np.abs(b)) + 1e-300
+    worst = np.argsort(gap)[-_REFINED:]
+    gap[worst] = np.minimum(gap[worst], _refined_gaps(loss, grid, h, low, worst))
     lowered = low.copy()
     lowered[1:] -= np.maximum(gap, np.concatenate([gap[1:], [0.0]]))
     lowered[0] -= gap[0]
@@ -101,6 +103,40 @@ def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float) 
     lowered[0] = max(0.0, min(lowered[0], 1.0 - x[0]))
     lower = _below_masses(x, lowered)
     return Discretised(i0, upper, upper_inf, lower, 0.0)
+
+
+#: Segments (the widest gaps) where the gap is recomputed against the tangents at `_SUBPOINTS` inner points.
+_REFINED, _SUBPOINTS = 512, 32
+
+
+def _refined_gaps(loss: PrivacyLoss, grid: np.ndarray, h: float, low: np.ndarray, segments: np.ndarray) -> np.ndarray:
+    """The largest excess of each segment's chord through the lower values over the maximum of the tangents at
+    its ends and `_SUBPOINTS` inner points (delta lies above every tangent; the excess of a line over a convex
+    piecewise-linear function is largest at one of its vertices, the tangents' intersections). Where a
+    segment holds a spike of mass (the lower end of a subsampled mechanism's loss) this is far below W V / 4."""
+    frac = np.linspace(0.0, 1.0, _SUBPOINTS + 2)
+    z = grid[segments, None] + h * frac[None, :]  # (segments, points): tangent points in eps
+    lo_z, _, q_z = grid_delta(loss, z.reshape(-1))
+    lo_z, q_z = lo_z.reshape(z.shape), q_z.reshape(z.shape)
+    xz = np.exp(z)
+    slope = -q_z * (1 + 4 * SF_REL_ERROR)  # subgradients of delta(x) (rounded steeper: the tangent stays below
+    # on the right of its point by the slope margin; the margin is added to the gap below)
+    lo_z[:, 0], lo_z[:, -1] = low[segments], low[segments + 1]
+    # vertices between consecutive tangents k, k+1
+    a, b = slope[:, :-1], slope[:, 1:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        xv = (lo_z[:, 1:] - lo_z[:, :-1] + a * xz[:, :-1] - b * xz[:, 1:]) / (a - b)
+    xv = np.where(np.isfinite(xv), np.clip(xv, xz[:, :-1], xz[:, 1:]), xz[:, :-1])
+    x0, x1 = xz[:, :1], xz[:, -1:]
+    # on [z_k, z_{k+1}] the bound used is max(T_k, T_{k+1}) (<= delta), convex there: the chord's excess over
+    # it is largest at its kink (if inside) or at an end: all three are checked
+    excess = np.full(segments.size, -np.inf)
+    for point in (xv, xz[:, :-1], xz[:, 1:]):
+        env = np.maximum(lo_z[:, :-1] + a * (point - xz[:, :-1]), lo_z[:, 1:] + b * (point - xz[:, 1:]))
+        chord = lo_z[:, :1] + (lo_z[:, -1:] - lo_z[:, :1]) * (point - x0) / (x1 - x0)
+        excess = np.maximum(excess, np.max(chord - env, axis=1))
+    width = (x1 - x0)[:, 0]
+    return np.maximum(excess, 0.0) * (1 + 1e-9) + width * 8 * SF_REL_ERROR * np.abs(slope[:, 0]) + 1e-300
 
 
 def _below_masses(x: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -458,7 +458,7 @@ class Auto(Accountant):
     """
 
     name = "auto"
-    order = ("exact", "prv", "cf", "rdp")
+    order = ("exact", "prv", "cf", "rdp", "pld")
     #: Members by tier (after ``exact``, which answers alone when it supports the mechanism). delta(eps)
     #: queries come in large vectors (plots, selection bounds): the vectorised small-delta PRV first,
     #: CF (per-point saddle points) last. eps(delta) queries are few: CF and the small-delta PRV together.
@@ -469,30 +469,34 @@ class Auto(Accountant):
     #: Members that lower the floor but hardly narrow a bracket above it: for delta(eps) they are asked
     #: only near the earlier members' floor (``PointwiseMinCurve._table``).
     floor_only = ("prv(small delta)",)
-    delta_tiers = (("prv",), ("prv(small delta)",), ("cf",))
-    eps_tiers = (("prv",), ("cf",), ("prv(small delta)",), ("cf(fine)",))
+    delta_tiers = (("prv",), ("pld",), ("prv(small delta)",), ("cf",))
+    eps_tiers = (("prv",), ("pld",), ("cf",), ("prv(small delta)",), ("cf(fine)",))
     #: From this many compositions on, PRV's grid (which grows with the count) costs more than CF
     #: (whose cost barely does): CF answers first, and the PRV profiles are the fallback tier.
-    many_compositions = (("cf",), ("prv", "prv(small delta)"), ("cf(fine)",))
+    many_compositions = (("pld",), ("cf",), ("prv", "prv(small delta)"), ("cf(fine)",))
     #: eps(delta) queries from 1e3 compositions on (and for closed-form mechanisms): PRV's grid (and build time) grows with the count
     #: (DP-SGD, 14063 steps: 0.8 s), CF's per-query cost does not (0.2 s, and its relative precision
     #: makes it the tighter of the two there); the PRVs join where CF's bracket is loose or near its floor.
-    eps_tiers_many = (("cf",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
+    eps_tiers_many = (("pld",), ("cf",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
     #: eps(delta) queries where a record takes part in fewer than one step on average: the composed phi
     #: barely decays, so CF's grids are long (10-20 s for 1-10 steps at q <= 0.01, and its bracket is
     #: loose), while the small-delta PRV takes 0.01-0.3 s: the small-delta PRV first, CF where its
     #: bracket is loose.
-    eps_tiers_few = (("prv",), ("prv(small delta)",), ("cf",), ("cf(fine)",))
+    eps_tiers_few = (("prv",), ("pld",), ("prv(small delta)",), ("cf",), ("cf(fine)",))
     #: delta(eps) queries where CF is cheap and tight (from 1e3 compositions on: DP-SGD's 101-point plot in
     #: 0.27 s, 0.5-2% tighter than PRV; closed-form characteristic functions; purely atomic mechanisms,
     #: randomized response or pure DP subsampled or not, whose delta is an exact sum over the enumerated
     #: atoms): CF first, the PRVs where its bracket is loose.
-    delta_tiers_cf_first = (("cf",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
+    delta_tiers_cf_first = (("cf",), ("pld",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
 
     def __init__(self, **options: Any) -> None:
         self.options = options
         per = {name: dict(options.get(name) or {}) for name in self.order}
-        per["prv"].update({key: value for key, value in options.items() if key not in self.order})
+        # the memory budget binds every numerical member; any other option goes to PRV
+        if "max_memory" in options:
+            for name in ("prv", "cf", "pld"):
+                per[name].setdefault("max_memory", options["max_memory"])
+        per["prv"].update({key: value for key, value in options.items() if key not in self.order + ("max_memory",)})
         per["prv"].setdefault("max_points", _PRV_MAX_POINTS)
         per["cf"] = {**_CF_OPTIONS, **per["cf"]}
         self._members = {name: get_accountant(name, **per[name]) for name in self.order}

@@ -274,7 +274,14 @@ class PointwiseMinCurve(DirectionalCurve):
                             rows.append(row(name, prof, wanted(m)))
                     earlier.extend(tier)
                     continue
-                rows.extend(row(name, prof, needed) for name, prof in self._profiles(tier))
+                # eps(delta): a floor-only member joins only near the earlier floor (not where merely loose)
+                near_eps = flat <= _EPS_FLOOR_MARGIN * self._floor(asked)
+                tier = [m for m in tier if not m.floor_only or np.any(needed & near_eps)]
+                for m in tier:
+                    for name, prof in self._profiles([m]):
+                        rows.append(row(name, prof, needed & near_eps if m.floor_only else needed))
+                earlier.extend(tier)
+                continue
             else:
                 rows.extend(row(name, prof, open_) for name, prof in self._profiles(tier))
                 skipped = False

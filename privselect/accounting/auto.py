@@ -484,12 +484,12 @@ class Auto(Accountant):
     #: eps(delta) queries from 1e3 compositions on (and for closed-form mechanisms): PRV's grid (and build time) grows with the count
     #: (DP-SGD, 14063 steps: 0.8 s), CF's per-query cost does not (0.2 s, and its relative precision
     #: makes it the tighter of the two there); the PRVs join where CF's bracket is loose or near its floor.
-    eps_tiers_many = (("pld",), ("cf",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
+    eps_tiers_many = (("cf",), ("pld",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
     #: eps(delta) queries where a record takes part in fewer than one step on average: the composed phi
     #: barely decays, so CF's grids are long (10-20 s for 1-10 steps at q <= 0.01, and its bracket is
     #: loose), while the small-delta PRV takes 0.01-0.3 s: the small-delta PRV first, CF where its
     #: bracket is loose.
-    eps_tiers_few = (("prv",), ("pld",), ("prv(small delta)",), ("cf",), ("cf(fine)",))
+    eps_tiers_few = (("prv",), ("prv(small delta)",), ("pld",), ("cf",), ("cf(fine)",))
     #: delta(eps) queries where CF is cheap and tight (from 1e3 compositions on: DP-SGD's 101-point plot in
     #: 0.27 s, 0.5-2% tighter than PRV; closed-form characteristic functions; purely atomic mechanisms,
     #: randomized response or pure DP subsampled or not, whose delta is an exact sum over the enumerated

@@ -489,7 +489,7 @@ class Auto(Accountant):
     #: barely decays, so CF's grids are long (10-20 s for 1-10 steps at q <= 0.01, and its bracket is
     #: loose), while the small-delta PRV takes 0.01-0.3 s: the small-delta PRV first, CF where its
     #: bracket is loose.
-    eps_tiers_few = (("prv",), ("prv(small delta)",), ("pld",), ("cf",), ("cf(fine)",))
+    eps_tiers_few = (("prv",), ("pld",), ("prv(small delta)",), ("cf",), ("cf(fine)",))
     #: delta(eps) queries where CF is cheap and tight (from 1e3 compositions on: DP-SGD's 101-point plot in
     #: 0.27 s, 0.5-2% tighter than PRV; closed-form characteristic functions; purely atomic mechanisms,
     #: randomized response or pure DP subsampled or not, whose delta is an exact sum over the enumerated

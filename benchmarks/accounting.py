@@ -36,7 +36,15 @@ and a reference that holds at that delta where there is one:
 At delta ~ 1e-15 dp-accounting's PLD is below its floating-point floor: its value there is printed,
 not trusted (the ``ref`` column decides).
 
+Large-scale block (issue 31): Poisson-subsampled Gaussian, T in {1e5, 1e6, 1e7} x q in {1e-5, 1e-4, 1e-3} x
+sigma in {0.6, 0.8, 1.0} x delta in {1e-5, 1e-8, 1e-10}: the default's eps (a cold build plus one query), its
+CPU seconds and peak traced memory (tracemalloc), next to dp-accounting's pessimistic PLD(1e-4) (compose plus
+query) and prv-accountant (eps_error 0.01, delta_error delta/1000; its upper end) where it runs. Target: the
+default's eps at most 0.5% above the smaller peer (or below both), its median time at most the PLD's, and at
+most 2 GB per query.
+
     python -m benchmarks.accounting [--repeat 1] [--rows DP-SGD,Laplace] [--accountants] [--corners-only]
+    python -m benchmarks.accounting --scale [--scale-steps 1e5,1e6] [--scale-rates 1e-4] [--scale-noises 0.8]
 """
 
 from __future__ import annotations
@@ -225,6 +233,59 @@ def corner_matrix(corners: dict[str, Corner], repeat: int) -> list[dict]:
     return out
 
 
+SCALE_STEPS = (100_000, 1_000_000, 10_000_000)
+SCALE_RATES = (1e-5, 1e-4, 1e-3)
+SCALE_NOISES = (0.6, 0.8, 1.0)
+SCALE_DELTAS = (1e-5, 1e-8, 1e-10)
+
+
+def _measured(fn):
+    """(value or failure text, CPU seconds, peak traced MB) of fn()."""
+    import tracemalloc
+
+    tracemalloc.start()
+    start = time.process_time()
+    try:
+        value = fn()
+    except Exception as exc:  # noqa: BLE001 - a benchmark reports what failed and goes on
+        value = f"failed: {type(exc).__name__}: {str(exc)[:50]}"
+    seconds = time.process_time() - start
+    peak = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    return value, seconds, peak
+
+
+def scale_block(steps=SCALE_STEPS, rates=SCALE_RATES, noises=SCALE_NOISES, deltas=SCALE_DELTAS) -> list[dict]:
+    """The large-scale block (module docstring): one line per cell, as it is measured."""
+    warm_up()
+    print(f"{'T':>9}{'q':>8}{'sigma':>6}{'delta':>7} | {'ours eps':>9}{'s':>7}{'MB':>7} | {'PLD eps':>9}{'s':>7}"
+          f"{'MB':>7} | {'prv eps':>9}{'s':>7}{'MB':>7} | {'vs best':>8}", flush=True)
+    results = []
+    for t in steps:
+        for q in rates:
+            for sigma in noises:
+                parts = (Part("gaussian", sigma, q, t),)
+                composed, pld_build, pld_mb = _measured(lambda: pld_of_parts(parts, 1e-4))
+                for delta in deltas:
+                    ours = _measured(lambda: default_epsilon(parts, delta))
+                    if isinstance(composed, str):
+                        pld = (composed, pld_build, pld_mb)
+                    else:
+                        value, seconds, mb = _measured(lambda: float(composed.get_epsilon_for_delta(delta)))
+                        pld = (value, pld_build + seconds, max(pld_mb, mb))
+                    prv = _measured(lambda: prv_accountant_epsilon(parts, delta))
+                    peers = [v for v, _, _ in (pld, prv) if isinstance(v, float) and math.isfinite(v)]
+                    gap = (ours[0] / min(peers) - 1) * 100 if peers and isinstance(ours[0], float) else math.nan
+                    row = {"T": t, "q": q, "sigma": sigma, "delta": delta, "ours": ours, "pld": pld, "prv": prv,
+                           "gap_percent": gap}
+                    results.append(row)
+                    cells = " | ".join(
+                        (f"{v:>9.5g}" if isinstance(v, float) else f"{v[:9]:>9}") + f"{s:>7.2f}{mb:>7.0f}"
+                        for v, s, mb in (ours, pld, prv))
+                    print(f"{t:>9.0e}{q:>8.0e}{sigma:>6}{delta:>7.0e} | {cells} | {gap:>+7.2f}%", flush=True)
+    return results
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="best of this many runs per cell")
@@ -232,8 +293,20 @@ def main(argv=None) -> None:
     parser.add_argument("--accountants", action="store_true", help="also time each privselect accountant alone")
     parser.add_argument("--corners", default=",".join(CORNERS), help="comma-separated corner rows ('' for none)")
     parser.add_argument("--corners-only", action="store_true", help="only the corner rows")
+    parser.add_argument("--scale", action="store_true", help="only the large-scale block")
+    parser.add_argument("--scale-steps", default=",".join(f"{t:g}" for t in SCALE_STEPS))
+    parser.add_argument("--scale-rates", default=",".join(f"{q:g}" for q in SCALE_RATES))
+    parser.add_argument("--scale-noises", default=",".join(f"{s:g}" for s in SCALE_NOISES))
+    parser.add_argument("--scale-deltas", default=",".join(f"{d:g}" for d in SCALE_DELTAS))
     args = parser.parse_args(argv)
     logging.getLogger().setLevel(logging.ERROR)  # dp-accounting warns about its optimistic fallback
+    if args.scale:
+        def numbers(text, kind=float):
+            return tuple(kind(float(x)) for x in text.split(",") if x)
+
+        scale_block(numbers(args.scale_steps, int), numbers(args.scale_rates), numbers(args.scale_noises),
+                    numbers(args.scale_deltas))
+        return
     if not args.corners_only:
         rows = {name: ROWS[name] for name in args.rows.split(",")}
         matrix(rows, args.repeat, ("prv", "cf", "rdp") if args.accountants else ())

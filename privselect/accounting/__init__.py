@@ -24,6 +24,7 @@ from . import prv as _prv  # noqa: F401  (registers "prv")
 from . import cf as _cf  # noqa: F401  (registers "cf")
 from . import rdp as _rdp  # noqa: F401  (registers "rdp")
 from . import exact as _exact  # noqa: F401  (registers "exact")
+from . import pld as _pld  # noqa: F401  (registers "pld")
 from . import auto as _auto  # noqa: F401  (registers "auto")
 
 __all__ = [

@@ -104,8 +104,9 @@ _CF_FINE_MAX_WORK = 2e8
 class LazyMember:
     """One accountant's profile of the mechanism, built on first use (or its build failure)."""
 
-    def __init__(self, name: str, build: Callable[[], PrivacyProfile], floor_hint: float = 0.0) -> None:
-        self.name, self._build, self.floor_hint = name, build, floor_hint
+    def __init__(self, name: str, build: Callable[[], PrivacyProfile], floor_hint: float = 0.0,
+                 floor_only: bool = False) -> None:
+        self.name, self._build, self.floor_hint, self.floor_only = name, build, floor_hint, floor_only
         self._profile: PrivacyProfile | None = None
         self._views: dict[str, PrivacyProfile] = {}
         self.failure: str | None = None
@@ -257,13 +258,30 @@ class PointwiseMinCurve(DirectionalCurve):
                 if not skip_below_hint:
                     # delta(eps): a member whose additive delta error (about its floor hint) is more than 1% of
                     # the best answer so far cannot tighten it: it is not asked there (nor built for it).
+                    # A member that only lowers the floor (``LazyMember.floor_only``: the small-delta PRV, the same
+                    # discretisation composed in long double) is asked only near the earlier floor, not where the
+                    # bracket is merely loose: there it costs 10x the first PRV for a bracket ~0.2% narrower.
                     best = np.min([r[2] for r in rows], axis=0)
-                    useful = [m for m in tier if np.any(best[needed] > _DELTA_HINT_RATIO * m.floor_hint)]
-                    for name, prof in self._profiles(useful):
-                        rows.append(row(name, prof, needed & (best > _DELTA_HINT_RATIO * self._hints.get(name, 0.0))))
+                    near = best <= _DELTA_MARGINS[0] * self._floor(asked)
+
+                    def wanted(m: LazyMember, needed=needed, best=best, near=near) -> np.ndarray:
+                        mask = needed & (best > _DELTA_HINT_RATIO * m.floor_hint)
+                        return mask & near if m.floor_only else mask
+
+                    useful = [m for m in tier if np.any(wanted(m))]
+                    for m in useful:
+                        for name, prof in self._profiles([m]):
+                            rows.append(row(name, prof, wanted(m)))
                     earlier.extend(tier)
                     continue
-                rows.extend(row(name, prof, needed) for name, prof in self._profiles(tier))
+                # eps(delta): a floor-only member joins only near the earlier floor (not where merely loose)
+                near_eps = flat <= _EPS_FLOOR_MARGIN * self._floor(asked)
+                tier = [m for m in tier if not m.floor_only or np.any(needed & near_eps)]
+                for m in tier:
+                    for name, prof in self._profiles([m]):
+                        rows.append(row(name, prof, needed & near_eps if m.floor_only else needed))
+                earlier.extend(tier)
+                continue
             else:
                 rows.extend(row(name, prof, open_) for name, prof in self._profiles(tier))
                 skipped = False
@@ -447,7 +465,7 @@ class Auto(Accountant):
     """
 
     name = "auto"
-    order = ("exact", "prv", "cf", "rdp")
+    order = ("exact", "prv", "cf", "rdp", "pld")
     #: Members by tier (after ``exact``, which answers alone when it supports the mechanism). delta(eps)
     #: queries come in large vectors (plots, selection bounds): the vectorised small-delta PRV first,
     #: CF (per-point saddle points) last. eps(delta) queries are few: CF and the small-delta PRV together.
@@ -455,30 +473,37 @@ class Auto(Accountant):
     #: approximate-DP composition bounds and RDP. A point they settle exactly (delta = 0 beyond the pure
     #: epsilon, eps = 0) is asked of no other member.
     first = ("closed", "rdp")
-    delta_tiers = (("prv",), ("prv(small delta)",), ("cf",))
-    eps_tiers = (("prv",), ("cf",), ("prv(small delta)",), ("cf(fine)",))
+    #: Members that lower the floor but hardly narrow a bracket above it: for delta(eps) they are asked
+    #: only near the earlier members' floor (``PointwiseMinCurve._table``).
+    floor_only = ("prv(small delta)",)
+    delta_tiers = (("prv",), ("pld",), ("prv(small delta)",), ("cf",))
+    eps_tiers = (("prv",), ("pld",), ("cf",), ("prv(small delta)",), ("cf(fine)",))
     #: From this many compositions on, PRV's grid (which grows with the count) costs more than CF
     #: (whose cost barely does): CF answers first, and the PRV profiles are the fallback tier.
-    many_compositions = (("cf",), ("prv", "prv(small delta)"), ("cf(fine)",))
+    many_compositions = (("pld",), ("cf",), ("prv", "prv(small delta)"), ("cf(fine)",))
     #: eps(delta) queries from 1e3 compositions on (and for closed-form mechanisms): PRV's grid (and build time) grows with the count
     #: (DP-SGD, 14063 steps: 0.8 s), CF's per-query cost does not (0.2 s, and its relative precision
     #: makes it the tighter of the two there); the PRVs join where CF's bracket is loose or near its floor.
-    eps_tiers_many = (("cf",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
+    eps_tiers_many = (("cf",), ("pld",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
     #: eps(delta) queries where a record takes part in fewer than one step on average: the composed phi
     #: barely decays, so CF's grids are long (10-20 s for 1-10 steps at q <= 0.01, and its bracket is
     #: loose), while the small-delta PRV takes 0.01-0.3 s: the small-delta PRV first, CF where its
     #: bracket is loose.
-    eps_tiers_few = (("prv",), ("prv(small delta)",), ("cf",), ("cf(fine)",))
+    eps_tiers_few = (("prv",), ("pld",), ("prv(small delta)",), ("cf",), ("cf(fine)",))
     #: delta(eps) queries where CF is cheap and tight (from 1e3 compositions on: DP-SGD's 101-point plot in
     #: 0.27 s, 0.5-2% tighter than PRV; closed-form characteristic functions; purely atomic mechanisms,
     #: randomized response or pure DP subsampled or not, whose delta is an exact sum over the enumerated
     #: atoms): CF first, the PRVs where its bracket is loose.
-    delta_tiers_cf_first = (("cf",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
+    delta_tiers_cf_first = (("cf",), ("pld",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
 
     def __init__(self, **options: Any) -> None:
         self.options = options
         per = {name: dict(options.get(name) or {}) for name in self.order}
-        per["prv"].update({key: value for key, value in options.items() if key not in self.order})
+        # the memory budget binds every numerical member; any other option goes to PRV
+        if "max_memory" in options:
+            for name in ("prv", "cf", "pld"):
+                per[name].setdefault("max_memory", options["max_memory"])
+        per["prv"].update({key: value for key, value in options.items() if key not in self.order + ("max_memory",)})
         per["prv"].setdefault("max_points", _PRV_MAX_POINTS)
         per["cf"] = {**_CF_OPTIONS, **per["cf"]}
         self._members = {name: get_accountant(name, **per[name]) for name in self.order}
@@ -535,4 +560,5 @@ class Auto(Accountant):
 
     def _lazy(self, name: str, mechanism: Mechanism) -> LazyMember:
         accountant = self._members[name]
-        return LazyMember(name, lambda: accountant.profile(mechanism), accountant.floor_hint())
+        return LazyMember(name, lambda: accountant.profile(mechanism), accountant.floor_hint(),
+                          floor_only=name in self.floor_only)

@@ -8,6 +8,7 @@ from typing import Any
 from ... import _validation as check
 from ...mechanisms import Mechanism
 from ..base import Accountant, register_accountant
+from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory
 from ..plrv import check_double_range
 from ..profile import DirectionalCurve, PrivacyProfile
 from .components import atomic, closed_form, readable_losses, sampled_steps
@@ -56,6 +57,7 @@ class CFAccountant:
     max_atoms: int = 1_000_000
     max_work: float = 2e8
     max_quadrature_nodes: int = 1 << 19
+    max_memory: float = DEFAULT_MAX_MEMORY
 
     def __post_init__(self) -> None:
         tol = check.positive("rel_tol", self.rel_tol)
@@ -71,6 +73,7 @@ class CFAccountant:
             if value < smallest:
                 raise ValueError(f"{name} must be >= {smallest:g}, got {getattr(self, name)!r}")
             object.__setattr__(self, name, value)
+        object.__setattr__(self, "max_memory", checked_max_memory(self.max_memory))
 
     # -- profile ---------------------------------------------------------------------------------
 
@@ -90,6 +93,7 @@ class CFAccountant:
             ("max_atoms", self.max_atoms),
             ("max_work", self.max_work),
             ("max_quadrature_nodes", self.max_quadrature_nodes),
+            ("max_memory", self.max_memory),
             ("inversion", "shifted contour, saddle-point damping (accounting-cf.md §7)"),
         )
         return PrivacyProfile(

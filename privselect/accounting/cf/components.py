@@ -61,11 +61,19 @@ class _Component:
         """Normalised E_P[e^{(v-iu)L}; atoms] and an absolute error bound."""
         if not self.atom_loc.size:
             return np.zeros(u.shape, complex), np.zeros(u.shape)
-        expo = (self.atom_logp + v * self.atom_loc - log_m)[None, :] - 1j * u[:, None] * self.atom_loc[None, :]
-        terms = np.exp(expo)
-        size = np.abs(terms)
-        err = 4 * _EPS * (size * (4 + np.abs(u[:, None] * self.atom_loc[None, :]) + np.abs(expo.real))).sum(axis=1)
-        return terms.sum(axis=1), err
+        # in blocks of rows (u values): the (u x atoms) temporaries stay below ~2^21 elements each
+        rows = max(1, (1 << 21) // self.atom_loc.size)
+        values, errors = np.empty(u.shape, complex), np.empty(u.shape)
+        base = self.atom_logp + v * self.atom_loc - log_m
+        for start in range(0, u.size, rows):
+            ub = u[start:start + rows]
+            expo = base[None, :] - 1j * ub[:, None] * self.atom_loc[None, :]
+            terms = np.exp(expo)
+            size = np.abs(terms)
+            errors[start:start + rows] = 4 * _EPS * (
+                size * (4 + np.abs(ub[:, None] * self.atom_loc[None, :]) + np.abs(expo.real))).sum(axis=1)
+            values[start:start + rows] = terms.sum(axis=1)
+        return values, errors
 
     def continuous_values(
         self, v: float, step: float, n: int, log_m: float

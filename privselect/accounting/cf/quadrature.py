@@ -8,8 +8,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
+from ...errors import CertificationError
+from ..budget import require_memory
 from ..plrv import PrivacyLoss
 from .atoms import _AtomTable, _power_atoms
 from .components import _component
@@ -100,20 +101,22 @@ class _Direction:
     def atoms(self) -> "_AtomTable":
         """Composed atoms (the product of the components' atomic parts), built once."""
         if self._atoms is None:
+            # the kept atoms plus one block of the product, ~12 float arrays of them (locations, masses,
+            # sort order, suffix sums, selection temporaries): bounded by max_atoms, checked before building
+            require_memory("CF", f"the composed atom table ({self.options.max_atoms} atoms)",
+                           12 * 8.0 * (self.options.max_atoms + _PRODUCT_BLOCK), self.options.max_memory)
             loc, logp, rel = np.zeros(1), np.zeros(1), 0.0
             pruned = -np.inf
             for c in self.parts:
                 cl, cp, cr, cut = _power_atoms(c.atom_loc, c.atom_logp, c.count, self.options.max_atoms)
                 pruned = np.logaddexp(pruned, cut)  # every mass is <= 1: the cut mass bounds its products
-                loc = (loc[:, None] + cl[None, :]).reshape(-1)
-                logp = (logp[:, None] + cp[None, :]).reshape(-1)
+                if float(loc.size) * cl.size > self.options.max_work / 4:  # the time contract, before the product
+                    raise CertificationError(
+                        f"the CF accountant declines: the composed atom table needs {float(loc.size) * cl.size:.3g} "
+                        f"products (> max_work / 4 = {self.options.max_work / 4:.3g}); use another accountant")
+                loc, logp, cut = _product_atoms(loc, logp, cl, cp, self.options.max_atoms)
+                pruned = np.logaddexp(pruned, cut)
                 rel = rel + cr + 4 * _EPS
-                if loc.size > self.options.max_atoms:
-                    keep = np.argpartition(logp, loc.size - self.options.max_atoms)[loc.size - self.options.max_atoms:]
-                    drop = np.ones(loc.size, bool)
-                    drop[keep] = False
-                    pruned = np.logaddexp(pruned, special.logsumexp(logp[drop]))
-                    loc, logp = loc[keep], logp[keep]
             self._atoms = _AtomTable(loc, logp, rel, float(np.exp(pruned)) * (1 + 1e-12))
         return self._atoms
 
@@ -422,3 +425,47 @@ def _gap(log_bound: float, target: float) -> float:
     x = target - log_bound
     # r / (1 - r) <= e^x  <=>  r <= e^x / (1 + e^x)
     return max(float(np.logaddexp(0.0, -x)), 1e-3)
+
+
+#: Elements per block of the outer product of two atom tables (bounded memory: ~10 arrays of this size).
+_PRODUCT_BLOCK = 1 << 21
+
+
+def _product_atoms(loc: np.ndarray, logp: np.ndarray, cl: np.ndarray, cp: np.ndarray,
+                   max_atoms: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """The heaviest ``max_atoms`` atoms of the product of two atom tables, and (the log of) an upper bound
+    on the mass dropped.
+
+    Built in blocks of rows of the outer product, each merged into the atoms kept so far, so that no
+    temporary exceeds ``max_atoms + _PRODUCT_BLOCK`` elements (the whole product of a 4e5-atom table
+    with a 500-atom one would need 1.5 GB per array). Entries at or below the current threshold (the
+    lightest kept atom, which only rises) are dropped at once; every dropped mass is summed in linear
+    scale after a shift by the largest log-mass (terms that underflow are each below 1e-300 times it:
+    ``size * 1e-300`` of the shift is added).
+    """
+    if loc.size * cl.size <= max_atoms:
+        return (loc[:, None] + cl[None, :]).reshape(-1), (logp[:, None] + cp[None, :]).reshape(-1), -math.inf
+    rows = max(1, _PRODUCT_BLOCK // max(cl.size, 1))
+    top = float(np.max(logp) + np.max(cp))
+    kept_loc, kept_logp = np.zeros(0), np.zeros(0)
+    threshold, dropped = -np.inf, 0.0
+    for start in range(0, loc.size, rows):
+        block_logp = (logp[start:start + rows, None] + cp[None, :]).reshape(-1)
+        low = block_logp <= threshold
+        if low.any():
+            dropped += float(np.sum(np.exp(block_logp[low] - top)))
+            block_logp = block_logp[~low]
+            block_loc = (loc[start:start + rows, None] + cl[None, :]).reshape(-1)[~low]
+        else:
+            block_loc = (loc[start:start + rows, None] + cl[None, :]).reshape(-1)
+        kept_loc = np.concatenate([kept_loc, block_loc])
+        kept_logp = np.concatenate([kept_logp, block_logp])
+        if kept_loc.size > max_atoms:
+            order = np.argpartition(kept_logp, kept_loc.size - max_atoms)
+            drop, keep = order[:kept_loc.size - max_atoms], order[kept_loc.size - max_atoms:]
+            dropped += float(np.sum(np.exp(kept_logp[drop] - top)))
+            threshold = float(np.min(kept_logp[keep]))
+            kept_loc, kept_logp = kept_loc[keep], kept_logp[keep]
+    # relative rounding of the sum of up to size terms, and the underflowed terms
+    dropped = dropped * (1 + 4 * _EPS * math.log2(loc.size * cl.size + 2)) + loc.size * cl.size * 1e-300
+    return kept_loc, kept_logp, (math.log(dropped) + top if dropped > 0 else -math.inf)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from ...errors import CertificationError
 from .gaussian import GaussianLoss
 from .laplace import LaplaceLoss
 from .loss import Atoms, PrivacyLoss
@@ -280,7 +281,7 @@ class SubsampledLoss(PrivacyLoss):
             span = float(np.ptp(_subsampling_map(np.array([-mu, mu]), q)))
             panels = int(math.ceil(((u_max + v + 2) * span + mu) / 8 + 1)) * 2**refine
             if 24 * panels > max_nodes:
-                raise ValueError(f"quadrature needs {24 * panels} > {max_nodes} nodes (u_max={u_max}, v={v})")
+                raise CertificationError(f"quadrature needs {24 * panels} > {max_nodes} nodes (u_max={u_max}, v={v})")
             edges = np.linspace(-mu, mu, panels + 1)
 
             def rule(m: int) -> tuple[np.ndarray, np.ndarray]:

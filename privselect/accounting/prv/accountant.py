@@ -17,7 +17,8 @@ from ...errors import UnsupportedMechanismError
 from ...mechanisms import Mechanism
 from ..base import Accountant, register_accountant
 from ..plrv import PrivacyLoss, check_double_range, composed_losses
-from ..profile import PrivacyProfile
+from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory
+from ..profile import CertificationError, PrivacyProfile
 from .bounds import _epsilon_scale
 from .compose import _FP_PER_COMPOSITION, MAX_COMPOSITIONS, _build_curve
 from .curve import PRVCurve
@@ -105,7 +106,10 @@ class PRVAccountant:
     rel_eps_error:
         Relative eps accuracy used when ``eps_error`` is None. Range: [2.2e-16, 1).
     max_points:
-        Largest FFT size (memory guard); a larger requirement raises ``ValueError``.
+        Largest FFT size; a larger requirement declines with ``CertificationError``.
+    max_memory:
+        Bytes one build may allocate (estimated before allocating, per grid and per composition);
+        past it the accountant declines with ``CertificationError``. Default 2 GB.
 
     """
 
@@ -114,6 +118,7 @@ class PRVAccountant:
     target_delta: float = 1e-5
     rel_eps_error: float = 5e-4
     max_points: int = 1 << 24
+    max_memory: float = DEFAULT_MAX_MEMORY
 
     def __post_init__(self) -> None:
         if self.eps_error is not None:
@@ -131,6 +136,7 @@ class PRVAccountant:
         if max_points < 1024:
             raise ValueError(f"max_points must be >= 1024, got {self.max_points!r}")
         object.__setattr__(self, "max_points", max_points)
+        object.__setattr__(self, "max_memory", checked_max_memory(self.max_memory))
 
     # -- build -------------------------------------------------------------------------
 
@@ -157,7 +163,8 @@ class PRVAccountant:
         extended = self.target_delta < _EXTENDED_BELOW_PER_STEP * total
 
         def build(eps_wanted: float) -> list[PRVCurve]:
-            return [_build_curve(components[d], d, eps_wanted, delta_error, self.max_points, extended)
+            return [_build_curve(components[d], d, eps_wanted, delta_error, self.max_points, extended,
+                                 self.max_memory)
                     for d in directions]
 
         try:
@@ -252,4 +259,11 @@ class PRV(Accountant):
     def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
         readable_losses(mechanism)
         check_double_range("PRV", mechanism)
-        return None if dry else self._impl.profile(mechanism)
+        if dry:
+            return None
+        try:
+            return self._impl.profile(mechanism)
+        except (CertificationError, UnsupportedMechanismError):
+            raise
+        except (ValueError, ArithmeticError, MemoryError) as exc:  # numerics out of reach: decline
+            raise CertificationError(f"the PRV accountant declines this mechanism: {exc}") from None

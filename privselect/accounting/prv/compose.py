@@ -12,7 +12,8 @@ from typing import Sequence
 import numpy as np
 import scipy.fft
 
-from ..profile import ErrorBudget
+from ..budget import DEFAULT_MAX_MEMORY, require_memory
+from ..profile import CertificationError, ErrorBudget
 from .bounds import _chernoff_orders, _coupling, _planned_mesh, _tail_bound, _window
 from .curve import PRVCurve
 from .discretise import _U, _Cells, _discretise, _find_tails
@@ -39,7 +40,7 @@ MAX_STEP_LOSS = math.sqrt(sys.float_info.max) / MAX_COMPOSITIONS
 
 
 def _compose(cells: Sequence[_Cells], h: float, lower: float, upper: float, max_points: int,
-             extended: bool = False):
+             extended: bool = False, max_memory: float = DEFAULT_MAX_MEMORY):
     """Circular convolution of all components on n >= (upper - lower)/h + 1 points by one irfft.
 
     Returns (t0, pmf, fp_fft, n) with pmf[m] the mass at t0 + m h (wrapped modulo n h).
@@ -54,8 +55,9 @@ def _compose(cells: Sequence[_Cells], h: float, lower: float, upper: float, max_
     needed = int(math.ceil((upper - x0) / h - 1e-9)) - j_a + 1
     n = scipy.fft.next_fast_len(max(needed, 16), real=True)
     if n > max_points:
-        raise ValueError(f"the composed window needs {n} points (> max_points={max_points}); "
-                         "use a larger eps_error or delta_error")
+        raise CertificationError(f"the PRV accountant declines: the composed window needs {n} points "
+                                 f"(> max_points={max_points}); use a larger eps_error or delta_error")
+    require_memory("PRV", f"the composition on {n} points", compose_bytes(n, len(cells), extended), max_memory)
     j_a -= (n - needed) // 2
     real = np.longdouble if extended else np.float64
     unit = float(np.finfo(real).eps) / 2
@@ -99,8 +101,15 @@ def _compose(cells: Sequence[_Cells], h: float, lower: float, upper: float, max_
     return t0, pmf, fp_fft + fp_ifft, n
 
 
+def compose_bytes(n: int, components: int, extended: bool) -> float:
+    """Peak bytes of `_compose` on n points: one real input and one half spectrum per component, the
+    log-modulus and error arrays, the composed spectrum, the pmf and its roll (x2 for temporaries)."""
+    real = 16 if extended else 8
+    return 2.0 * n * (real * (1 + components) + 4 * real + 3 * 8)
+
+
 def _build_curve(components, direction: str, eps_target: float, delta_error: float, max_points: int,
-                 extended: bool = False) -> PRVCurve:
+                 extended: bool = False, max_memory: float = DEFAULT_MAX_MEMORY) -> PRVCurve:
     """Discretise, compose and bracket one direction (``extended``: long-double FFT, see _compose)."""
     start = time.perf_counter()
     total = sum(k for _, k in components)
@@ -125,7 +134,7 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
     # their offsets from the grid vary erratically with h. Refinement is therefore geometric with
     # a growing margin; the cell count is bounded by max_points, whose error names the options.
     for attempt in range(12):
-        cells = [_discretise(loss, k, h, tl, max_points) for (loss, k), tl in zip(components, tails)]
+        cells = [_discretise(loss, k, h, tl, max_points, max_memory) for (loss, k), tl in zip(components, tails)]
         width, eta0_used, rule = _coupling(cells, h, eta0)
         bias = sum(c.count * c.mean_error for c in cells)
         eps_error = width + bias
@@ -134,7 +143,7 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
         logger.debug("%s: eps_error %.4g > target %.4g at h=%.4g; refining", direction, eps_error, eps_target, h)
         h *= min(0.98, 0.98 ** (attempt + 1) * eps_target / eps_error)
     else:
-        raise ValueError(f"the PRV accountant could not reach eps_error={eps_target:.3g} (achieved {eps_error:.3g} "
+        raise CertificationError(f"the PRV accountant could not reach eps_error={eps_target:.3g} (achieved {eps_error:.3g} "
                          "after 12 refinements of the grid); pass a larger eps_error or use accountant='cf'")
     t_disc = time.perf_counter()
     eta1_used = sum(c.count * c.tail for c in cells)
@@ -144,7 +153,7 @@ def _build_curve(components, direction: str, eps_target: float, delta_error: flo
     else:
         orders = _chernoff_orders(cells, h, eta2 / 2)
         lower, upper = _window(cells, h, eta2, orders)
-        t0, pmf, fp_fft, n = _compose(cells, h, lower, upper, max_points, extended)
+        t0, pmf, fp_fft, n = _compose(cells, h, lower, upper, max_points, extended, max_memory)
         eta2_used = _tail_bound(cells, h, t0 - h / 2, t0 + (n - 0.5) * h, orders)
     t_fft = time.perf_counter()
     fp_pmf = sum(c.count * c.pmf_error for c in cells)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..budget import DEFAULT_MAX_MEMORY, require_memory
 from ..plrv import PrivacyLoss
 from ..profile import CertificationError
 
@@ -107,7 +108,8 @@ def _edges_values(loss: PrivacyLoss, edges: np.ndarray, split: int) -> tuple[np.
     return g, s
 
 
-def _discretise(loss: PrivacyLoss, count: int, h: float, tails: _Tails, max_points: int) -> _Cells:
+def _discretise(loss: PrivacyLoss, count: int, h: float, tails: _Tails, max_points: int,
+                max_memory: float = DEFAULT_MAX_MEMORY) -> _Cells:
     """Cell-centred, mean-preserving discretisation on h Z (GLW Alg. 2, Lemma C.5)."""
     finite = 1.0 - loss.inf_mass
     # Cell j is (c_j - h/2, c_j + h/2] with c_j = j h; one extra cell on each side of a finite
@@ -120,6 +122,9 @@ def _discretise(loss: PrivacyLoss, count: int, h: float, tails: _Tails, max_poin
         raise CertificationError(
             f"the PRV accountant declines: one {type(loss).__name__} step needs {float(n_cells):.4g} cells of width {h:.3g} (> max_points="
             f"{max_points}); use a larger eps_error or a smaller number of compositions")
+    # edges, cdf/sf values, raw masses and the (cells x sub-cells) refinement arrays (x, full, diff)
+    require_memory("PRV", f"one {type(loss).__name__} step on {n_cells} cells",
+                   8.0 * n_cells * (6 + 3 * (_SUBCELLS + 1)), max_memory)
     edges = (np.arange(j_lo, j_hi + 2) - 0.5) * h  # n_cells + 1 edges
     # the cell that holds the median goes to the sf side: where the median is an atom at the top of
     # the support (the add direction of a subsampled Laplace), rounding would put every cell on the

@@ -681,7 +681,10 @@ class PrivateStudy:
         synthetic data. Fresh seeds are used (never the secret ``seed``); K is not drawn.
         """
         check_signature(objective_on_public_data, ("trial",), "objective")
-        task = _ObjectiveTask(objective_on_public_data, self.privacy_space, self._candidate_check())
+        task: Any = _ObjectiveTask(objective_on_public_data, self.privacy_space, self._candidate_check())
+        if self.search is not None:  # the adaptive search's first trial: its law is the prior (no history yet)
+            task = _SearchTask(objective_on_public_data, self.search.start(self.search_space, self._plan.direction),
+                               self.search_space, self.privacy_space, self._candidate_check())
         try:
             selected = dry_run(task, None, self._plan)
         except _optuna().TrialPruned:

@@ -189,3 +189,12 @@ def test_certify_default_matches_krw_thm_5_2_on_the_exact_profile():
     assert cert.epsilon >= krw * (1 - 1e-12)
     assert cert.epsilon <= krw * (1 + 5e-4)
     assert cert.accountant == "exact" and cert.theorem == "Koskela-Redberg-Wang 2024, Thm 5.2"
+
+
+def test_certificate_pickles_without_its_in_memory_profiles():
+    import pickle
+
+    cert = ps.certify(ps.Gaussian(2.0).compose(4), ps.Geometric(mean=5), 1e-5)
+    assert cert.profile is not None
+    back = pickle.loads(pickle.dumps(cert))
+    assert back == cert and back.epsilon == cert.epsilon and back.profile is None and back.run_profile is None

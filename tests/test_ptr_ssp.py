@@ -311,3 +311,16 @@ def test_pure_dp_output_perturbation_certificate_is_its_epsilon_at_delta_zero():
     X, y = _data(n=200, d=2, seed=4)
     cert = OutputPerturbationRegressor(epsilon=0.7, delta=None, x_bound=1.0, y_bound=1.0, random_state=0).fit(X, y).certificate_
     assert (cert.epsilon, cert.delta) == (0.7, 0.0)
+
+
+def test_certificate_survives_the_release_boundary_and_is_not_stored_state():
+    from privselect.tuning.release import release_value
+
+    X, y = np.random.default_rng(0).uniform(-0.5, 0.5, (200, 3)), np.random.default_rng(1).uniform(-1, 1, 200)
+    est = AdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    assert "certificate_" not in vars(est)  # derived from the public parameters, never fitted state
+    released = release_value(est)  # the tuner's trusted walk accepts the fitted estimator
+    assert released is not est and released.certificate_ == est.certificate_
+    assert np.array_equal(released.predict(X), est.predict(X))
+    with pytest.raises(AttributeError):
+        AdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=1.0, y_bound=1.0).certificate_  # noqa: B018 - before fit

@@ -97,6 +97,10 @@ class Certificate:
     #: joint convexity), in memory only.
     run_profile: PrivacyProfile | None = field(default=None, repr=False, compare=False)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without ``profile`` and ``run_profile`` (in memory only: they hold accountants' closures)."""
+        return {name: value for name, value in self.__dict__.items() if name not in ("profile", "run_profile")}
+
     def __post_init__(self) -> None:
         if not self.version:
             from .. import __version__

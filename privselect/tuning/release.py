@@ -38,6 +38,7 @@ from __future__ import annotations
 import collections
 import functools
 import sys
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -46,7 +47,7 @@ import numpy as np
 from ..errors import ReleaseRefusedError
 from .guard import randomness_kind
 
-__all__ = ["release_value", "register_release", "trust_estimator", "registered_converters", "ReleaseRefusedError",
+__all__ = ["release_value", "register_release", "trust_estimator", "trust_value_type", "registered_converters", "ReleaseRefusedError",
            "TRUSTED_ESTIMATOR_PACKAGES", "type_label"]
 
 TRUSTED_ESTIMATOR_PACKAGES = ("sklearn", "privselect")
@@ -256,6 +257,26 @@ def trust_estimator(kind: type) -> type:
         raise TypeError(f"kind must be a class, got {type(kind).__name__}")
     _TRUSTED_ESTIMATORS.add(kind)
     return kind
+
+
+def trust_value_type(kind: type) -> type:
+    """Rebuild frozen dataclass values of ``kind`` field by field, each field converted by these rules.
+
+    For a library's own small result records (a released test outcome, say): the rebuilt value is a
+    fresh instance holding only the declared fields, converted like everything else, so a field
+    that holds randomness state or another unlisted type is refused as usual.
+    """
+    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen):
+        raise TypeError(f"kind must be a frozen dataclass, got {kind!r}")
+    _convert.register(kind, _rebuild_value)
+    return kind
+
+
+def _rebuild_value(obj: Any, walk: _Walk, path: str, depth: int) -> Any:
+    fresh = object.__new__(type(obj))
+    for item in dataclasses.fields(obj):
+        object.__setattr__(fresh, item.name, walk.convert(getattr(obj, item.name), f"{path}.{item.name}", depth))
+    return fresh
 
 
 def registered_converters() -> tuple[tuple[type, Callable[[Any], Any]], ...]:

@@ -23,7 +23,7 @@ from ... import _validation as check
 from ...mechanisms import ApproxDP, Gaussian, PureDP
 from .gptr import LaplaceBound, analytic_gaussian_sigma
 from .ops import ops_gamma, ops_mu_bound, ridge_solution, sample_ops
-from .regression import MODES, PrivateLinearRegressor, _delta_split
+from .regression import MODES, PrivateLinearRegressor, SingleReleaseCertified, _delta_split
 
 __all__ = ["OutputPerturbationRegressor", "AdaOPSRegressor", "NonPrivateRidge",
            "output_perturbation_alpha", "constrained_ridge"]
@@ -70,7 +70,7 @@ def output_perturbation_alpha(n_public: int, d: int, epsilon: float, delta: floa
     return float(alphas[np.argmin(noise2 + bias2)])
 
 
-class OutputPerturbationRegressor(PrivateLinearRegressor):
+class OutputPerturbationRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     """Output perturbation (Chaudhuri, Monteleoni, Sarwate 2011, Alg. 1) for ridge regression.
 
     Computes theta_R = argmin_{||theta|| <= theta_bound} ||y - X theta||^2/2 + alpha ||theta||^2/2 and
@@ -133,7 +133,6 @@ class OutputPerturbationRegressor(PrivateLinearRegressor):
         self.noise_scale_ = scale
         self.coef_ = theta + noise
         self.intercept_ = 0.0
-        self._record_certificate()
         return self
 
 
@@ -142,7 +141,7 @@ class OutputPerturbationRegressor(PrivateLinearRegressor):
 # ----------------------------------------------------------------------------------------
 
 
-class AdaOPSRegressor(PrivateLinearRegressor):
+class AdaOPSRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     """AdaOPS (Wang 2018) on corrected components: (epsilon, delta)-DP, add/remove neighbours.
 
     Budget as in the reference code: eps/4 for a private lower bound on lambda_min(X^T X), eps/4
@@ -211,7 +210,6 @@ class AdaOPSRegressor(PrivateLinearRegressor):
         self.lambda_lower_, self.log_norm_upper_ = lam_lower, u_upper
         self.coef_ = sample_ops(theta, chol, gamma, rng) if gamma > 0 else np.zeros(d)
         self.intercept_ = 0.0
-        self._record_certificate()
         return self
 
 

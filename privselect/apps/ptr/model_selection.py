@@ -92,6 +92,7 @@ class _Trainer:
                                                  X_train.shape[1])
         est.set_params(random_state=rng)
         fit_quietly(est, X_train, y_train)
+        est.set_params(random_state=None)  # the run's generator is never part of what is released
         return clipped_squared_error(est.coef_, X_val, y_val, self.owner.y_bound, self.clip), est
 
 

@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ... import _validation as check
 from ...mechanisms import ApproxDP
+from ...tuning.release import trust_value_type
 from .certificate import release_certificate
 from .gptr import BOTTOM, GeneralizedPTR, LaplaceBound, PTRResult
 from .ops import (
@@ -50,6 +51,21 @@ __all__ = ["OPSRegressor", "OPSPTRRegressor", "OPSPTR", "OPSPTRTestRelease", "Re
 MODES = ("exact", "safe")
 
 
+class SingleReleaseCertified:
+    """Mixin of the regressors that release once: ``certificate_`` derived from their public parameters."""
+
+    @property
+    def certificate_(self):
+        """The certified (epsilon, delta) of this fit's `privacy` at ``delta`` (0 for pure DP), after ``fit``.
+
+        Derived from the public parameters alone (never stored on the estimator), so the release
+        boundary's trusted walk of a fitted estimator (privselect.tuning.release) sees no extra
+        state, and the rebuilt estimator still answers it.
+        """
+        check_is_fitted(self)
+        return release_certificate(self.privacy, float(getattr(self, "delta", None) or 0.0))
+
+
 class PrivateLinearRegressor(RegressorMixin, BaseEstimator):
     """Shared surface: validation, the clipping rule, predict (linear, clipped), poor_score tag."""
 
@@ -67,10 +83,6 @@ class PrivateLinearRegressor(RegressorMixin, BaseEstimator):
 
     def _rng(self) -> np.random.Generator:
         return np.random.default_rng(self.random_state)
-
-    def _record_certificate(self) -> None:
-        """Set ``certificate_``: the certified (epsilon, delta) of this fit's `privacy` at ``delta`` (0 for pure DP)."""
-        self.certificate_ = release_certificate(self.privacy, float(getattr(self, "delta", None) or 0.0))
 
     def predict(self, X) -> np.ndarray:
         """x . coef_ on rows clipped to ``x_bound``, clipped to [-y_bound, y_bound]."""
@@ -104,7 +116,7 @@ def balanced_alpha(n: int, d: int, epsilon: float, delta: float, x_bound: float 
                (1 + math.log(2 / delta)) * x_bound ** 2 / epsilon)
 
 
-class OPSRegressor(PrivateLinearRegressor):
+class OPSRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     """One-posterior sample with a data-independent calibration: (epsilon, delta)-DP for data sets of at most ``n_max`` records.
 
     Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
@@ -167,7 +179,6 @@ class OPSRegressor(PrivateLinearRegressor):
         theta, chol = ridge_solution(Xc, yc, alpha)
         self.coef_ = sample_ops(theta, chol, gamma, rng)
         self.intercept_ = 0.0
-        self._record_certificate()
         return self
 
 
@@ -184,6 +195,7 @@ class RefusalWarning(UserWarning):
     """
 
 
+@trust_value_type  # released inside a fitted estimator (test_release_): rebuilt field by field
 @dataclass(frozen=True)
 class OPSPTRTestRelease:
     """What the OPS-PTR test releases (private; covered by the test's privacy).
@@ -394,7 +406,7 @@ def default_ops_ptr_alpha(epsilon_ops: float, delta_ops: float, epsilon_norm: fl
     return max(a_mu, a_norm, a_n)
 
 
-class OPSPTRRegressor(PrivateLinearRegressor):
+class OPSPTRRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     """OPS-PTR as a scikit-learn regressor: (epsilon, delta)-DP whatever the data (KRW Sec. 6.1, Thm 6.1).
 
     Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
@@ -518,5 +530,4 @@ class OPSPTRRegressor(PrivateLinearRegressor):
                 f"eps_ops={mech.epsilon_ops:.4g}; the model predicts 0. This refusal is the ({self.epsilon:g}, "
                 f"{self.delta:g})-DP release; refitting on the same data is another release and must be "
                 "accounted for."), stacklevel=2)
-        self._record_certificate()
         return self

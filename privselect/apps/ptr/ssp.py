@@ -32,7 +32,7 @@ from ... import _validation as check
 from ...accounting import privacy_profile
 from ...mechanisms import Gaussian, PureDP, compose
 from .gptr import analytic_gaussian_sigma
-from .regression import PrivateLinearRegressor
+from .regression import PrivateLinearRegressor, SingleReleaseCertified
 
 __all__ = ["AdaSSPRegressor", "AdaSSPWangRegressor", "SSPRidgeSelectionRegressor", "TrivialRegressor",
            "releases_lambda_min", "ssp_ridge", "pure_dp_gdp_mu", "exponential_mechanism_probabilities", "calibrate_ssp", "DEFAULT_RIDGE_MULTIPLIERS", "LAMBDA_MIN_SHARE",
@@ -91,7 +91,7 @@ def _noisy_gram(xtx: np.ndarray, scale: float, rng: np.random.Generator, symmetr
     return xtx + scale * noise
 
 
-class TrivialRegressor(PrivateLinearRegressor):
+class TrivialRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     """The trivial predictor: coef_ = 0, i.e. predicts 0, the centre of a label range mapped to [-y_bound, y_bound].
 
     Reads nothing from the data but its shape: 0-DP. A candidate wherever the library selects
@@ -115,11 +115,10 @@ class TrivialRegressor(PrivateLinearRegressor):
         Xc, _ = self._prepare(X, y)
         self.coef_ = np.zeros(Xc.shape[1])
         self.intercept_ = 0.0
-        self._record_certificate()
         return self
 
 
-class AdaSSPRegressor(PrivateLinearRegressor):
+class AdaSSPRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     """AdaSSP (Wang 2018, Alg. 2) with exact Gaussian composition, in its three- or two-release form.
 
     Releases (add/remove sensitivities): lambda_min(X^T X) (B_x^2, Weyl; three-release form only),
@@ -203,7 +202,6 @@ class AdaSSPRegressor(PrivateLinearRegressor):
 
     def fit(self, X, y):
         self._fit_into(self, X, y)
-        self._record_certificate()
         return self
 
     def _fit_into(self, target: PrivateLinearRegressor, X, y):
@@ -224,7 +222,7 @@ class AdaSSPRegressor(PrivateLinearRegressor):
         return target
 
 
-class AdaSSPWangRegressor(PrivateLinearRegressor):
+class AdaSSPWangRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     """Wang's printed AdaSSP (2018, Alg. 2), the published baseline (not privselect's calibration).
 
     Per release sigma = sqrt(log(6/delta))/(eps/3) x sensitivity (B_x^2, B_x^2, B_x B_y);
@@ -281,7 +279,6 @@ class AdaSSPWangRegressor(PrivateLinearRegressor):
         self.alpha_ = alpha
         self.coef_ = _solve(xtx_noisy + alpha * np.eye(d), xty_noisy)
         self.intercept_ = 0.0
-        self._record_certificate()
         return self
 
 
@@ -360,7 +357,7 @@ def calibrate_ssp(epsilon: float, delta: float, pure_shares: tuple[float, ...], 
     return parts(math.exp(lo))
 
 
-class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
+class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     """Two-release SSP with a privately selected ridge (or the trivial predictor), one (eps, delta) certificate.
 
     1. Release X^T X~ and X^T y~ as [`AdaSSPRegressor`][privselect.apps.ptr.ssp.AdaSSPRegressor]'s
@@ -470,7 +467,6 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
                             x_bound=self.x_bound, y_bound=self.y_bound, random_state=self.random_state
                             )._fit_into(self, X, y)
             self.choice_ = None
-            self._record_certificate()
             return self
         clip = check.positive("score_clip", self.score_clip) * self.y_bound ** 2
         multipliers = self._multipliers()
@@ -497,5 +493,4 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
         self.noise_scales_ = (0.0, s2, s3)
         self.coef_ = coefs[:, choice].copy()
         self.intercept_ = 0.0
-        self._record_certificate()
         return self

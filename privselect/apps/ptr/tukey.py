@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ... import _validation as check
 from ...mechanisms import ApproxDP
-from .regression import PrivateLinearRegressor, RefusalWarning
+from .regression import PrivateLinearRegressor, SingleReleaseCertified, RefusalWarning
 
 __all__ = ["TukeyEMRegressor", "approximate_tukey_depth", "block_models", "depth_box_bounds",
            "distance_lower_bound", "tukey_n_models", "ROWS_PER_MODEL"]
@@ -149,7 +149,7 @@ def _sample_restricted(lo: np.ndarray, hi: np.ndarray, log_volumes: np.ndarray, 
     return y
 
 
-class TukeyEMRegressor(PrivateLinearRegressor):
+class TukeyEMRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     """TukeyEM (Amin, Joseph, Ribero, Vassilvitskii 2023, Alg. 1): (eps, delta)-DP for add/remove neighbours, no data bounds.
 
     1. Models: `block_models` (each record in one of m blocks, independently): adding or removing
@@ -237,7 +237,6 @@ class TukeyEMRegressor(PrivateLinearRegressor):
                 f"TukeyEM refused (⊥): the private distance {noisy:.4g} is at most {tau:.4g}; the model predicts 0. "
                 f"This refusal is the ({self.epsilon:g}, {self.delta:g})-DP release; refitting on the same data is "
                 "another release and must be accounted for."), stacklevel=2)
-        self._record_certificate()
         return self
 
     def predict(self, X) -> np.ndarray:

@@ -280,6 +280,7 @@ class _Trainer:
         X, y = data
         est = clone(self.template).set_params(alpha=params["proposal"]["alpha"], random_state=rng)
         fit_quietly(est, X, y)
+        est.set_params(random_state=None)  # the run's generator is never part of what is released
         return clipped_squared_error(est.coef_, X, y, self.template.y_bound, self.clip), est
 
 

@@ -186,7 +186,7 @@ def test_auto_does_not_stop_at_a_loose_bracket_on_few_tiny_rate_steps():
     lower, upper = prof.epsilon_bounds(2.773957404891182e-09)
     assert upper <= 4.2149e-5  # dp-accounting 0.6 PLD, pessimistic, mesh 1e-5 (benchmarks/soundness.py)
     assert 0 < lower <= upper and upper - lower <= 0.004 * upper + 4e-6
-    assert prof.epsilon_source(2.773957404891182e-09) == "prv(small delta)"
+    assert prof.epsilon_source(2.773957404891182e-09) in ("prv(small delta)", "pld")  # members without its floor
 
 
 def test_old_method_keyword_is_a_clear_error():

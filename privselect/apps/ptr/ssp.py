@@ -99,7 +99,7 @@ class TrivialRegressor(PrivateLinearRegressor):
     ``random_state`` is accepted and unused, so it fits every candidate interface.
     """
 
-    def __init__(self, x_bound: float = 1.0, y_bound: float = 1.0, random_state=None) -> None:
+    def __init__(self, x_bound: float | None = None, y_bound: float | None = None, random_state=None) -> None:
         self.x_bound = x_bound
         self.y_bound = y_bound
         self.random_state = random_state
@@ -110,8 +110,7 @@ class TrivialRegressor(PrivateLinearRegressor):
         return PureDP(0.0)
 
     def fit(self, X, y):
-        check.positive("x_bound", self.x_bound)
-        check.positive("y_bound", self.y_bound)
+        self._check_bounds()
         Xc, _ = self._prepare(X, y)
         self.coef_ = np.zeros(Xc.shape[1])
         self.intercept_ = 0.0
@@ -140,8 +139,8 @@ class AdaSSPRegressor(PrivateLinearRegressor):
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, rho: float = 0.05, ridge_scale: float = 1.0,
-                 release_lambda_min: bool | str = "auto", n_max: int | None = None, x_bound: float = 1.0,
-                 y_bound: float = 1.0, random_state=None) -> None:
+                 release_lambda_min: bool | str = "auto", n_max: int | None = None, x_bound: float | None = None,
+                 y_bound: float | None = None, random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.rho = rho
@@ -167,6 +166,7 @@ class AdaSSPRegressor(PrivateLinearRegressor):
 
     def noise_scales(self, d: int | None = None) -> tuple[float, float, float]:
         """(sigma_lambda_min or 0, sigma_XtX, sigma_Xty): sensitivity x sqrt(r) sigma_G(eps, delta), r releases."""
+        self._check_bounds()
         three = self._three_releases(d)
         multiplier = math.sqrt(3.0 if three else 2.0) * _sigma_g(float(self.epsilon), float(self.delta))
         return (self.x_bound ** 2 * multiplier if three else 0.0, self.x_bound ** 2 * multiplier,
@@ -174,6 +174,7 @@ class AdaSSPRegressor(PrivateLinearRegressor):
 
     def privacy_for(self, d: int):
         """The composition of the Gaussian releases made on d features (exactly (eps, delta)-DP)."""
+        self._check_bounds()
         three = self._three_releases(d)
         m = math.sqrt(3.0 if three else 2.0) * _sigma_g(float(self.epsilon), float(self.delta))
         parts = [Gaussian(m, sensitivity=self.x_bound ** 2), Gaussian(m, sensitivity=self.x_bound * self.y_bound)]
@@ -240,8 +241,8 @@ class AdaSSPWangRegressor(PrivateLinearRegressor):
     surplus noise is why `AdaSSPRegressor` beats it. No intercept.
     """
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, rho: float = 0.05, x_bound: float = 1.0,
-                 y_bound: float = 1.0, random_state=None) -> None:
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, rho: float = 0.05, x_bound: float | None = None,
+                 y_bound: float | None = None, random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.rho = rho
@@ -255,6 +256,7 @@ class AdaSSPWangRegressor(PrivateLinearRegressor):
 
     @property
     def privacy(self):
+        self._check_bounds()
         m = self.noise_multiplier()
         return compose(Gaussian(m, sensitivity=self.x_bound ** 2), Gaussian(m, sensitivity=self.x_bound ** 2),
                        Gaussian(m, sensitivity=self.x_bound * self.y_bound))
@@ -394,8 +396,8 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, score_share: float = 0.2, score_clip: float = 0.25,
                  ridge_multipliers: tuple[float, ...] = DEFAULT_RIDGE_MULTIPLIERS, include_trivial: bool = True,
-                 anchor_weight: float = 0.5, n_max: int | None = None, rho: float = 0.05, x_bound: float = 1.0,
-                 y_bound: float = 1.0, random_state=None) -> None:
+                 anchor_weight: float = 0.5, n_max: int | None = None, rho: float = 0.05, x_bound: float | None = None,
+                 y_bound: float | None = None, random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.score_share = score_share

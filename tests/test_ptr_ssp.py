@@ -172,7 +172,7 @@ def test_gumbel_max_sampling_has_the_mechanisms_law():
     est = SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, score_clip=0.25, random_state=0)
     m, eps_s = est.calibration()
     choices = np.bincount([SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, score_clip=0.25, random_state=s).fit(X, y).choice_
-                           for s in range(1500)], minlength=len(DEFAULT_RIDGE_MULTIPLIERS) + 1)
+                           for s in range(1500)], minlength=len(DEFAULT_RIDGE_MULTIPLIERS) + X.shape[1] + 1)
     assert eps_s > 0 and choices.sum() == 1500
     assert choices[DEFAULT_RIDGE_MULTIPLIERS.index(1.0)] > 0  # the anchor is reachable; law checked below
     scores = np.array([10.0, 12.0, 9.0, 30.0])
@@ -215,7 +215,8 @@ def test_selection_can_choose_the_trivial_predictor():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(3000, 3)) / 3
     y = np.clip(rng.normal(scale=0.05, size=3000), -1, 1)  # no signal: predicting 0 is best
-    picks = [SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=0.5, anchor_weight=0.0, random_state=s).fit(X, y)
+    picks = [SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=0.5, anchor_weight=0.0, random_state=s,
+                                        include_single_feature=False).fit(X, y)
              for s in range(20)]
     trivial = len(DEFAULT_RIDGE_MULTIPLIERS)
     assert sum(p.choice_ == trivial and p.alpha_ == np.inf and not p.coef_.any() for p in picks) >= 2
@@ -342,3 +343,26 @@ def test_fit_on_raw_features_without_bounds_raises_naming_x_bound(est):
     assert not hasattr(est, "coef_")
     with pytest.raises(ValueError, match=r"y_bound is required"):
         est.set_params(x_bound=1.0).fit(X[:100], y[:100])
+
+
+def test_single_feature_fit_on_the_intercept_column_predicts_the_training_mean():
+    from privselect.apps.ptr.ssp import single_feature_fits
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.uniform(-1, 1, size=(50, 2)), np.ones(50)]) / np.sqrt(3)
+    y = rng.uniform(-1, 1, size=50)
+    fits = single_feature_fits(X.T @ X, X.T @ y, floor=1e-12)  # exact statistics: the noise-free limit
+    assert len(fits) == 3 and np.count_nonzero(fits[2]) == 1
+    assert X @ fits[2] == pytest.approx(np.full(50, y.mean()), rel=1e-12)
+
+
+def test_single_feature_candidates_cost_no_privacy_and_take_one_prior_slot():
+    with_fits = SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0)
+    without = SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, include_single_feature=False)
+    assert with_fits.privacy == without.privacy  # post-processing of the same releases
+    multipliers = np.asarray(DEFAULT_RIDGE_MULTIPLIERS)
+    prior = with_fits._prior(multipliers, n_single=4)
+    k = len(multipliers)  # 11 ridges (anchor 0.5) + one slot for the 4 fits + the trivial: 12 slots share 0.5
+    assert len(prior) == k + 4 + 1 and prior.sum() == pytest.approx(1.0)
+    assert prior[k:k + 4] == pytest.approx(np.full(4, 0.5 / 12 / 4))
+    assert prior[-1] == pytest.approx(0.5 / 12) and prior[DEFAULT_RIDGE_MULTIPLIERS.index(1.0)] == 0.5
+    assert without._prior(multipliers)[-1] == pytest.approx(0.5 / 11)  # unchanged without the fits

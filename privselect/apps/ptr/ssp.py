@@ -362,6 +362,18 @@ def calibrate_ssp(epsilon: float, delta: float, pure_shares: tuple[float, ...], 
     return parts(math.exp(lo))
 
 
+def single_feature_fits(xtx_noisy: np.ndarray, xty_noisy: np.ndarray, floor: float) -> list[np.ndarray]:
+    """theta_j = e_j (X^T y~)_j / max((X^T X~)_jj, floor), j = 1..d: least squares on one feature, from the released statistics.
+
+    Post-processing of the SSP releases (no privacy cost). On a constant column c (the intercept
+    `load_table` appends) it is the private training mean: (c sum y + noise) / (c^2 n + noise) c.
+    ``floor`` (the X^T X noise scale, public) keeps a noisy diagonal from dividing by ~0.
+    """
+    d = xtx_noisy.shape[0]
+    weights = xty_noisy / np.maximum(np.diag(xtx_noisy), floor)
+    return list(np.eye(d) * weights)
+
+
 class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
     """Two-release SSP with a privately selected ridge (or the trivial predictor), one (eps, delta) certificate.
 
@@ -369,7 +381,9 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
        two-release form, each with noise multiplier ``m`` (sensitivities B_x^2 and B_x B_y).
     2. Candidates (post-processing): theta_g = (X^T X~ + alpha_g I)^-1 X^T y~ for alpha_g =
        c_g x `ssp_ridge` (c_g in ``ridge_multipliers``: Wang's ridge is c = 1) and, with
-       ``include_trivial``, theta = 0.
+       ``include_trivial``, theta = 0; with ``include_single_feature``, the d one-feature least-squares
+       fits `single_feature_fits` (on the intercept column of a `load_table` table: the private
+       training mean, so "predict the mean" competes with the ridges at no extra privacy cost).
     3. Score s_g = sum_i min((y_i - clip(x_i . theta_g, +-B_y))^2, ``score_clip`` B_y^2) on the same
        records: for fixed candidates adding a record raises every s_g by a value in
        [0, score_clip B_y^2] (monotone), so the exponential mechanism P(g) ~ exp(-eps_s s_g /
@@ -391,13 +405,14 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
     The ridge is chosen on the in-sample loss of the *true* data; with d << n the optimism of
     in-sample error is small next to the noise the ridge trades off. No intercept (module docstring).
     Fitted: ``coef_``, ``alpha_`` (``inf`` for the trivial predictor), ``choice_`` (index into the
-    candidates: ridges in order, then the trivial predictor), ``noise_scales_``.
+    candidates: ridges in order, then the single-feature fits (``alpha_`` NaN), then the trivial
+    predictor), ``noise_scales_``.
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, score_share: float = 0.2, score_clip: float = 0.25,
                  ridge_multipliers: tuple[float, ...] = DEFAULT_RIDGE_MULTIPLIERS, include_trivial: bool = True,
                  anchor_weight: float = 0.5, n_max: int | None = None, rho: float = 0.05, x_bound: float | None = None,
-                 y_bound: float | None = None, random_state=None) -> None:
+                 y_bound: float | None = None, include_single_feature: bool = True, random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.score_share = score_share
@@ -409,6 +424,7 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
         self.rho = rho
         self.x_bound = x_bound
         self.y_bound = y_bound
+        self.include_single_feature = include_single_feature
         self.random_state = random_state
 
     def _selection_calibration(self) -> tuple[float, float]:
@@ -455,14 +471,25 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
                              f"include_trivial), got {self.ridge_multipliers!r}")
         return c
 
-    def _prior(self, multipliers: np.ndarray) -> np.ndarray:
-        """Base measure of the exponential mechanism: ``anchor_weight`` on Wang's ridge (c = 1), the rest uniform."""
+    def _prior(self, multipliers: np.ndarray, n_single: int = 0) -> np.ndarray:
+        """Base measure of the exponential mechanism: ``anchor_weight`` on Wang's ridge (c = 1), the rest uniform.
+
+        Slots: the ridges, one slot for the ``n_single`` single-feature fits (split evenly among
+        them, so adding them takes one candidate's weight), the trivial predictor if included.
+        Order: ridges, single-feature fits, trivial. Public (any fixed base measure keeps eps_s-DP).
+        """
         anchor = check.in_range("anchor_weight", self.anchor_weight, 0.0, 1.0, high_open=True)
-        size = len(multipliers) + bool(self.include_trivial)
-        is_anchor = np.append(multipliers == 1.0, False)[:size]
-        if not is_anchor.any() or size == 1:
-            return np.full(size, 1.0 / size)
-        return np.where(is_anchor, anchor, (1.0 - anchor) / (size - 1))
+        trivial = bool(self.include_trivial)
+        slots = len(multipliers) + (n_single > 0) + trivial
+        is_anchor = np.concatenate([multipliers == 1.0, np.zeros(slots - len(multipliers), dtype=bool)])
+        if not is_anchor.any() or slots == 1:
+            weights = np.full(slots, 1.0 / slots)
+        else:
+            weights = np.where(is_anchor, anchor, (1.0 - anchor) / (slots - 1))
+        if n_single == 0:
+            return weights
+        k = len(multipliers)
+        return np.concatenate([weights[:k], np.full(n_single, weights[k] / n_single), weights[k + 1:]])
 
     def fit(self, X, y):
         m, eps_s = self.calibration()
@@ -484,6 +511,10 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
         xty_noisy = Xc.T @ yc + s3 * rng.standard_normal(d)
         alphas = multipliers * ssp_ridge(d, s2, rho)
         thetas = [_solve(xtx_noisy + a * np.eye(d), xty_noisy) for a in alphas]
+        n_ridges = len(thetas)
+        if self.include_single_feature:  # post-processing of the same two releases: no extra privacy cost
+            thetas.extend(single_feature_fits(xtx_noisy, xty_noisy, s2))
+            alphas = np.append(alphas, np.full(d, np.nan))
         if self.include_trivial:
             thetas.append(np.zeros(d))
             alphas = np.append(alphas, np.inf)
@@ -492,7 +523,7 @@ class SSPRidgeSelectionRegressor(PrivateLinearRegressor):
         scores = np.minimum((yc[:, None] - pred) ** 2, clip).sum(axis=0)
         # Gumbel-max: argmax(log prior - eps_s s / clip + Gumbel) has law `exponential_mechanism_probabilities`
         with np.errstate(divide="ignore"):  # a zero prior weight: log 0 = -inf, never chosen
-            log_prior = np.log(self._prior(multipliers))
+            log_prior = np.log(self._prior(multipliers, len(thetas) - n_ridges - bool(self.include_trivial)))
         choice = int(np.argmax(log_prior - eps_s * scores / clip + rng.gumbel(size=len(scores))))
         self.alpha_ = float(alphas[choice])
         self.choice_ = choice

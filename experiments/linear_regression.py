@@ -182,46 +182,51 @@ def load(name: str, data_dir: Path | None = None, protocol: str = "public") -> t
     return PREPROCESS[protocol](X, y)
 
 
+#: Both protocols map rows into the unit ball and labels into [-1, 1] with public constants (`Table.bounds`).
+BOUNDS = {"x_bound": 1.0, "y_bound": 1.0}
+
+
 def estimators(eps: float, n_public: int, d: int, suite: str = "all") -> dict:
     """Every private method of ``suite`` at (eps, DELTA); hyperparameters use public quantities only (``n_public``:
     a public upper bound on the number of records, the size of the distributed file)."""
     ssp = {
-        "SSP ridge selection": SSPRidgeSelectionRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
-        "AdaSSP (2 releases)": AdaSSPRegressor(epsilon=eps, delta=DELTA, release_lambda_min=False),
-        "AdaSSP (3 releases)": AdaSSPRegressor(epsilon=eps, delta=DELTA, release_lambda_min=True),
-        "AdaSSP (Wang, printed)": AdaSSPWangRegressor(epsilon=eps, delta=DELTA),
+        "SSP ridge selection": SSPRidgeSelectionRegressor(**BOUNDS, epsilon=eps, delta=DELTA, n_max=n_public),
+        "AdaSSP (2 releases)": AdaSSPRegressor(**BOUNDS, epsilon=eps, delta=DELTA, release_lambda_min=False),
+        "AdaSSP (3 releases)": AdaSSPRegressor(**BOUNDS, epsilon=eps, delta=DELTA, release_lambda_min=True),
+        "AdaSSP (Wang, printed)": AdaSSPWangRegressor(**BOUNDS, epsilon=eps, delta=DELTA),
         "output perturbation": OutputPerturbationRegressor(
+            **BOUNDS,
             epsilon=eps, delta=DELTA, theta_bound=THETA_BOUND,
             alpha=output_perturbation_alpha(n_public, d, eps, DELTA, theta_bound=THETA_BOUND)),
-        "OPS (data-independent)": OPSRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
-        "trivial (0)": TrivialRegressor(),
+        "OPS (data-independent)": OPSRegressor(**BOUNDS, epsilon=eps, delta=DELTA, n_max=n_public),
+        "trivial (0)": TrivialRegressor(**BOUNDS),
         # no feature or label bounds; m from the public size of a training part of 10-fold CV
         "TukeyEM (no bounds)": TukeyEMRegressor(epsilon=eps, delta=DELTA, n_min=9 * n_public // 10),
     }
     if suite == "ssp":
         return ssp
     return ssp | {
-        "OPS-PTR (default)": OPSPTRRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
-        "OPS-PTR tuned (default K)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, n_max=n_public),
-        "OPS-PTR tuned (Thm 5.2)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, k=Geometric(mean=MEAN_K),
+        "OPS-PTR (default)": OPSPTRRegressor(**BOUNDS, epsilon=eps, delta=DELTA, n_max=n_public),
+        "OPS-PTR tuned (default K)": TunedOPSPTRRegressor(**BOUNDS, epsilon=eps, delta=DELTA, n_max=n_public),
+        "OPS-PTR tuned (Thm 5.2)": TunedOPSPTRRegressor(**BOUNDS, epsilon=eps, delta=DELTA, k=Geometric(mean=MEAN_K),
                                                         accounting="profile", n_max=n_public),
-        "OPS-PTR tuned (Liu-Talwar)": TunedOPSPTRRegressor(epsilon=eps, delta=DELTA, k=Geometric(mean=MEAN_K),
+        "OPS-PTR tuned (Liu-Talwar)": TunedOPSPTRRegressor(**BOUNDS, epsilon=eps, delta=DELTA, k=Geometric(mean=MEAN_K),
                                                            accounting="liu-talwar", n_max=n_public),
-        "private selection": PrivateRegressorSelection(epsilon=eps, delta=DELTA, n_max=n_public),
-        "AdaOPS": AdaOPSRegressor(epsilon=eps, delta=DELTA),
+        "private selection": PrivateRegressorSelection(**BOUNDS, epsilon=eps, delta=DELTA, n_max=n_public),
+        "AdaOPS": AdaOPSRegressor(**BOUNDS, epsilon=eps, delta=DELTA),
     }
 
 
 def oracle_ridge_mse(eps: float, random_state: int, Xtr, ytr, Xte, yte) -> float:
     """Not private: two-release AdaSSP with the ridge multiplier (or the trivial predictor) best on the test set.
 
-    One release of the statistics (the same noise as ``AdaSSPRegressor(release_lambda_min=False,
+    One release of the statistics (the same noise as ``AdaSSPRegressor(**BOUNDS, release_lambda_min=False,
     random_state=random_state)``, whose ridge scale does not enter the noise), then every ridge.
     """
     from privselect.apps.ptr.ops import clip_records
     from privselect.apps.ptr.ssp import DEFAULT_RIDGE_MULTIPLIERS, ssp_ridge
 
-    est = AdaSSPRegressor(epsilon=eps, delta=DELTA, release_lambda_min=False)
+    est = AdaSSPRegressor(**BOUNDS, epsilon=eps, delta=DELTA, release_lambda_min=False)
     Xc, yc = clip_records(Xtr, ytr, est.x_bound, est.y_bound)
     d = Xc.shape[1]
     _, gram, xty = est.release_statistics(Xc, yc, np.random.default_rng(random_state))
@@ -240,8 +245,8 @@ def budgets(epsilons) -> list[dict]:
         prof = profile_run_budget(float(eps), DELTA, MEAN_K, 0.1)
         eps_lt, delta_lt, delta2 = liu_talwar_run_budget(float(eps), DELTA, k)
         lt = liu_talwar_certificate(eps_lt, delta_lt, k, delta2)
-        select = PrivateRegressorSelection(epsilon=float(eps), delta=DELTA).run_budget()
-        tuned = TunedOPSPTRRegressor(epsilon=float(eps), delta=DELTA).run_budget()
+        select = PrivateRegressorSelection(**BOUNDS, epsilon=float(eps), delta=DELTA).run_budget()
+        tuned = TunedOPSPTRRegressor(**BOUNDS, epsilon=float(eps), delta=DELTA).run_budget()
         rows.append({"epsilon": eps, "delta": DELTA, "mean_k": MEAN_K,
                      "profile_eps_q": prof.epsilon, "profile_delta_q": prof.delta,
                      "profile_certificate_eps": prof.certificate_epsilon,
@@ -273,7 +278,7 @@ def _run_data_set(protocol: str, name: str, data_dir: Path, epsilons, folds: int
                     ssp_seed = zlib.crc32(f"{protocol}|{name}|{seed}|{fold}|{eps}|ssp".encode())
                     fits = {}
                     if methods is None or "non-private OLS" in methods:
-                        fits["non-private OLS"] = float(np.mean((NonPrivateRidge().fit(Xtr, ytr).predict(Xte) - yte) ** 2))
+                        fits["non-private OLS"] = float(np.mean((NonPrivateRidge(**BOUNDS).fit(Xtr, ytr).predict(Xte) - yte) ** 2))
                     if methods is None or "oracle ridge (test set)" in methods:
                         fits["oracle ridge (test set)"] = oracle_ridge_mse(eps, ssp_seed, Xtr, ytr, Xte, yte)
                     for label, est in estimators(eps, n, d, suite).items():

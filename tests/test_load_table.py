@@ -36,7 +36,8 @@ def test_fixture_loads_into_the_public_ball_with_the_declared_maps():
 def test_recommended_estimator_fits_end_to_end_on_the_fixture():
     table = load_table(FIXTURE, target="price_k", header=True, bounds=BOUNDS)
     Xtr, ytr, Xte, yte = table.X[:300], table.y[:300], table.X[300:], table.y[300:]
-    est = SSPRidgeSelectionRegressor(epsilon=10.0, delta=1e-6, n_max=400, random_state=0).fit(Xtr, ytr)
+    assert table.bounds == {"x_bound": 1.0, "y_bound": 1.0}  # what the table was mapped into
+    est = SSPRidgeSelectionRegressor(epsilon=10.0, delta=1e-6, n_max=400, random_state=0, **table.bounds).fit(Xtr, ytr)
     mse = float(np.mean((est.predict(Xte) - yte) ** 2))
     assert mse < float(np.mean(yte ** 2))  # beats predicting the centre of the range
     assert est.certified_epsilon() == ps.privacy_profile(est.privacy).epsilon(1e-6) <= 10.0

@@ -157,9 +157,9 @@ def test_ops_ptr_privacy_accounting():
                   failure_eigen=1.25e-7, failure_norm=2.5e-7)
     assert mech.privacy.epsilon == pytest.approx(1.0)
     assert mech.privacy.delta == pytest.approx(5e-7 + 2 * 1.25e-7 + 2.5e-7)  # KRW Thm 6.1
-    reg = OPSPTRRegressor(epsilon=1.0, delta=1e-6, eigen_fraction=0.1, norm_fraction=0.2)
+    reg = OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, delta=1e-6, eigen_fraction=0.1, norm_fraction=0.2)
     assert reg.privacy.epsilon == pytest.approx(1.0) and reg.privacy.delta == pytest.approx(1e-6)
-    no_eigen = OPSPTRRegressor(epsilon=1.0, delta=1e-6, eigen_fraction=0.0).mechanism(d=3)
+    no_eigen = OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, delta=1e-6, eigen_fraction=0.0).mechanism(d=3)
     assert no_eigen.eigen_bound is None and no_eigen.privacy.delta == pytest.approx(1e-6)
 
 
@@ -194,7 +194,7 @@ def test_ops_ptr_false_pass_rate_is_at_most_delta_prime():
 def test_ops_ptr_regressor_refuses_and_predicts_zero():
     X, y = _regression_data()
     with pytest.warns(RefusalWarning, match="refitting"):
-        reg = OPSPTRRegressor(epsilon=1.0, alpha=100.0, gamma=1e6, random_state=0).fit(X, y)
+        reg = OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, alpha=100.0, gamma=1e6, random_state=0).fit(X, y)
     assert reg.refused_ and not reg.test_release_.passed and reg.gamma_ == 0.0
     assert np.all(reg.coef_ == 0) and np.all(reg.predict(X) == 0)
     # the kept statistic is the tested value at the released bounds, and it failed the test
@@ -202,15 +202,15 @@ def test_ops_ptr_regressor_refuses_and_predicts_zero():
     eps_ops = reg.mechanism(d=3).epsilon_ops
     assert reg.test_statistic_ == pytest.approx(float(ops_epsilon(release.mu_bound, release.rho_bound, 5e-7)))
     assert reg.test_statistic_ > eps_ops
-    ok = OPSPTRRegressor(epsilon=5.0, alpha=10.0, gamma=1e-3, random_state=0).fit(X, y)
+    ok = OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=5.0, alpha=10.0, gamma=1e-3, random_state=0).fit(X, y)
     assert not ok.refused_ and np.any(ok.coef_ != 0) and ok.test_statistic_ <= ok.mechanism(d=3).epsilon_ops
-    again = OPSPTRRegressor(epsilon=5.0, alpha=10.0, gamma=1e-3, random_state=0).fit(X, y)
+    again = OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=5.0, alpha=10.0, gamma=1e-3, random_state=0).fit(X, y)
     assert np.array_equal(ok.coef_, again.coef_)
 
 
 def test_ops_ptr_auto_gamma_is_the_largest_gamma_the_released_bounds_allow():
     X, y = _regression_data()
-    reg = OPSPTRRegressor(epsilon=1.0, random_state=3).fit(X, y)
+    reg = OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, random_state=3).fit(X, y)
     release = reg.test_release_
     mech = reg.mechanism(d=3)
     assert not reg.refused_ and reg.gamma_ == release.gamma > 0
@@ -243,17 +243,17 @@ def test_ops_ptr_auto_gamma_false_pass_rate_is_at_most_delta_prime():
 def test_explicit_proposal_that_can_never_pass_raises_at_construction():
     # KRW-style default alpha = 100 at eps = 0.1: the mu log(2/delta) floor alone exceeds eps_ops
     with pytest.raises(ValueError, match="can never pass"):
-        OPSPTRRegressor(epsilon=0.1, alpha=100.0)
+        OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=0.1, alpha=100.0)
     with pytest.raises(ValueError, match="can never pass"):
-        OPSPTRRegressor(epsilon=0.1, alpha=100.0, gamma=0.01)
-    OPSPTRRegressor(epsilon=0.1, alpha=100.0, eigen_fraction=0.1)  # a large lambda~ could rescue it
-    OPSPTRRegressor(epsilon=1.0, alpha=100.0)  # feasible
+        OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=0.1, alpha=100.0, gamma=0.01)
+    OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=0.1, alpha=100.0, eigen_fraction=0.1)  # a large lambda~ could rescue it
+    OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, alpha=100.0)  # feasible
 
 
 def test_ops_regressor_does_not_reveal_n_above_n_max():
     X, y = _regression_data(n=200)
     # n > n_max: no error; a uniformly random n_max-subset is used (same law as fitting that subset)
-    big = OPSRegressor(epsilon=1.0, n_max=50, random_state=0).fit(X, y)
+    big = OPSRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, n_max=50, random_state=0).fit(X, y)
     assert big.coef_.shape == (3,) and np.all(np.isfinite(big.coef_))
     rng = np.random.default_rng(0)
     keep = np.sort(rng.choice(200, size=50, replace=False))
@@ -261,7 +261,7 @@ def test_ops_regressor_does_not_reveal_n_above_n_max():
     posterior = sample_ops(theta_hat, np.linalg.cholesky(X[keep].T @ X[keep] + big.alpha_ * np.eye(3)), big.gamma_,
                            rng)
     assert np.allclose(big.coef_, posterior)
-    small = OPSRegressor(epsilon=1.0, n_max=50, random_state=0).fit(X[:50], y[:50])
+    small = OPSRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, n_max=50, random_state=0).fit(X[:50], y[:50])
     assert small.alpha_ == big.alpha_ and small.gamma_ == big.gamma_  # calibration depends on n_max only
 
 
@@ -272,7 +272,7 @@ def test_ops_regressor_does_not_reveal_n_above_n_max():
 def test_ops_ptr_regressor_validates(params, match):
     X, y = _regression_data(n=20)
     with pytest.raises(ValueError, match=match):
-        OPSPTRRegressor(**params).fit(X, y)
+        OPSPTRRegressor(**{"x_bound": 1.0, "y_bound": 1.0, **params}).fit(X, y)
 
 
 # ----------------------------------------------------------------------------------------
@@ -354,7 +354,7 @@ def test_run_budgets_meet_their_targets_and_lt_needs_a_tiny_delta():
 @pytest.mark.parametrize("accounting", ["profile", "liu-talwar"])
 def test_tuned_ops_ptr_is_certified_and_deterministic(accounting):
     X, y = _regression_data(n=3000, d=3, seed=2)
-    reg = TunedOPSPTRRegressor(epsilon=3.0, delta=1e-6, k=ps.Geometric(mean=5), accounting=accounting, random_state=1)
+    reg = TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=3.0, delta=1e-6, k=ps.Geometric(mean=5), accounting=accounting, random_state=1)
     reg.fit(X, y)
     assert reg.certificate_.epsilon <= 3.0 and reg.certificate_.delta <= 1e-6
     k = ps.Geometric(mean=5)
@@ -366,7 +366,7 @@ def test_tuned_ops_ptr_is_certified_and_deterministic(accounting):
     else:
         assert "5.2" in reg.certificate_.theorem and reg.certificate_.epsilon == thm52.epsilon
     assert not reg.refused_ and reg.best_params_["alpha"] in [c["alpha"] for c in reg.candidates_]
-    again = TunedOPSPTRRegressor(epsilon=3.0, delta=1e-6, k=ps.Geometric(mean=5), accounting=accounting, random_state=1).fit(X, y)
+    again = TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=3.0, delta=1e-6, k=ps.Geometric(mean=5), accounting=accounting, random_state=1).fit(X, y)
     assert np.array_equal(reg.coef_, again.coef_)
     assert reg.get_params()["random_state"] == 1
     trivial = float(np.mean(y ** 2))
@@ -375,20 +375,20 @@ def test_tuned_ops_ptr_is_certified_and_deterministic(accounting):
 
 def test_tuned_ops_ptr_grid_keeps_only_feasible_ridges():
     X, y = _regression_data(n=200)
-    reg = TunedOPSPTRRegressor(epsilon=1.0, k=ps.Geometric(mean=3), alphas=(1.0, 1e4), random_state=0)
+    reg = TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, k=ps.Geometric(mean=3), alphas=(1.0, 1e4), random_state=0)
     assert reg.candidates(3) == [{"alpha": 1e4}]  # alpha = 1 is below the mu floor at eps_Q ~ 0.3
     reg.fit(X, y)
     assert reg.best_params_["alpha"] == 1e4 and not reg.refused_
     with pytest.raises(ValueError, match="no ridge"):
-        TunedOPSPTRRegressor(epsilon=0.05, alphas=(0.001,)).fit(X, y)
+        TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=0.05, alphas=(0.001,)).fit(X, y)
     with pytest.raises(ValueError, match="accounting"):
-        TunedOPSPTRRegressor(accounting="rdp").fit(X, y)
+        TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, accounting="rdp").fit(X, y)
     with pytest.raises(ValueError, match="alphas"):
-        TunedOPSPTRRegressor(alphas=(-1.0,)).fit(X, y)
+        TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, alphas=(-1.0,)).fit(X, y)
     with pytest.raises(TypeError, match="k must be a distribution"):
-        TunedOPSPTRRegressor(k=10).fit(X, y)
+        TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, k=10).fit(X, y)
     with pytest.raises(ValueError, match="Geometric"):  # Liu-Talwar's bound is for a geometric K only
-        TunedOPSPTRRegressor(k=ps.Logarithmic(mean=3), accounting="liu-talwar").fit(X, y)
+        TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, k=ps.Logarithmic(mean=3), accounting="liu-talwar").fit(X, y)
 
 
 def test_tuned_ops_ptr_default_k_law():
@@ -396,20 +396,20 @@ def test_tuned_ops_ptr_default_k_law():
     k = default_tuning_k()
     assert k.eta == -0.8 and k.mean == pytest.approx(2.0)
     assert float(np.exp(k.log_pmf(np.array([1])))[0]) == pytest.approx(0.81, abs=0.01)
-    budget = TunedOPSPTRRegressor(epsilon=1.0).run_budget()
+    budget = TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0).run_budget()
     # KRW Thm 5.2 with a flat (eps_Q, delta_Q) point: eps = eps_Q + (eta + 1) log(e^eps_Q + ...) ~ 1.2 eps_Q
     assert budget.epsilon == pytest.approx(1.0 / 1.2, rel=2e-3) and budget.certificate_epsilon <= 1.0
     assert budget.delta == pytest.approx(1e-6 / 4)  # delta_Q = delta / (2 E[K])
-    assert TunedOPSPTRRegressor(accounting="liu-talwar")._k() == ps.Geometric(mean=10)
+    assert TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, accounting="liu-talwar")._k() == ps.Geometric(mean=10)
 
 
 # ----------------------------------------------------------------------------------------
 # scikit-learn estimator checks
 # ----------------------------------------------------------------------------------------
 
-ESTIMATORS = [OPSRegressor(), OPSPTRRegressor(), TunedOPSPTRRegressor(k=ps.Geometric(mean=3)), OutputPerturbationRegressor(),
-              PrivateRegressorSelection(k=ps.Geometric(mean=2)),
-              OutputPerturbationRegressor(delta=None), AdaSSPRegressor(), AdaOPSRegressor(), NonPrivateRidge()]
+ESTIMATORS = [OPSRegressor(x_bound=1.0, y_bound=1.0), OPSPTRRegressor(x_bound=1.0, y_bound=1.0), TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, k=ps.Geometric(mean=3)), OutputPerturbationRegressor(x_bound=1.0, y_bound=1.0),
+              PrivateRegressorSelection(x_bound=1.0, y_bound=1.0, k=ps.Geometric(mean=2)),
+              OutputPerturbationRegressor(x_bound=1.0, y_bound=1.0, delta=None), AdaSSPRegressor(x_bound=1.0, y_bound=1.0), AdaOPSRegressor(x_bound=1.0, y_bound=1.0), NonPrivateRidge(x_bound=1.0, y_bound=1.0)]
 
 
 def _expected_failures(estimator):
@@ -493,12 +493,12 @@ def test_estimators_pickle_to_their_one_class():
 
     assert OPSPTRRegressor is apps_ptr.regression.OPSPTRRegressor
     assert OPSPTRRegressor.__module__ == "privselect.apps.ptr.regression"
-    restored = pickle.loads(pickle.dumps(OPSPTRRegressor(epsilon=2.0)))
-    assert type(restored) is OPSPTRRegressor and restored.get_params() == OPSPTRRegressor(epsilon=2.0).get_params()
+    restored = pickle.loads(pickle.dumps(OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=2.0)))
+    assert type(restored) is OPSPTRRegressor and restored.get_params() == OPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=2.0).get_params()
 
 
-@pytest.mark.parametrize("make", [lambda: TunedOPSPTRRegressor(epsilon=1.0, k=ps.Geometric(mean=3), alphas=(50.0, 1e4)),
-                                  lambda: PrivateRegressorSelection(epsilon=1.0, k=ps.Geometric(mean=3))])
+@pytest.mark.parametrize("make", [lambda: TunedOPSPTRRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, k=ps.Geometric(mean=3), alphas=(50.0, 1e4)),
+                                  lambda: PrivateRegressorSelection(x_bound=1.0, y_bound=1.0, epsilon=1.0, k=ps.Geometric(mean=3))])
 def test_tuned_regressors_release_only_the_winner(make, capsys):
     """What leaves the tuned estimators: no randomness state (a released generator or seed lets anyone
     replay the noise), no warning or output from the runs, nothing of the losing runs."""

@@ -51,7 +51,7 @@ def test_constrained_ridge_is_the_constrained_minimiser():
 
 def test_output_perturbation_sensitivity_holds_for_neighbours():
     X, y = _data(n=60)
-    est = OutputPerturbationRegressor(alpha=0.3, theta_bound=0.8)
+    est = OutputPerturbationRegressor(x_bound=1.0, y_bound=1.0, alpha=0.3, theta_bound=0.8)
     delta2 = est.sensitivity()
     theta = constrained_ridge(X, y, 0.3, 0.8)
     rng = np.random.default_rng(1)
@@ -71,7 +71,7 @@ def test_output_perturbation_sensitivity_holds_for_neighbours():
 def test_output_perturbation_noise_scales():
     X, y = _data()
     d, n = 3, 3000
-    pure = OutputPerturbationRegressor(epsilon=0.5, delta=None, alpha=2.0, theta_bound=1.0)
+    pure = OutputPerturbationRegressor(x_bound=1.0, y_bound=1.0, epsilon=0.5, delta=None, alpha=2.0, theta_bound=1.0)
     assert pure.privacy == ps.PureDP(0.5)
     scale = pure.noise_scale()
     assert scale == pytest.approx(1.0 * (1.0 + 1.0) / 2.0 / 0.5)  # Delta / eps with Delta = B_x (B_y + B_x R) / alpha
@@ -81,7 +81,7 @@ def test_output_perturbation_noise_scales():
     # ||b|| ~ Gamma(d, scale): mean d*scale, sd sqrt(d)*scale; direction uniform
     assert abs(norms.mean() - d * scale) < 5 * math.sqrt(d) * scale / math.sqrt(n)
     assert np.abs((noise / norms[:, None]).mean(0)).max() < 5 / math.sqrt(3 * n)
-    gauss = OutputPerturbationRegressor(epsilon=0.5, delta=1e-6, alpha=2.0, theta_bound=1.0)
+    gauss = OutputPerturbationRegressor(x_bound=1.0, y_bound=1.0, epsilon=0.5, delta=1e-6, alpha=2.0, theta_bound=1.0)
     sigma = gauss.noise_scale()
     assert sigma == pytest.approx(gauss.sensitivity() * analytic_gaussian_sigma(0.5, 1e-6))
     assert gaussian_delta(0.5, gauss.privacy.mu) <= 1e-6
@@ -97,7 +97,7 @@ def test_output_perturbation_noise_scales():
 
 def test_adaops_budget_and_gamma():
     X, y = _data()
-    est = AdaOPSRegressor(epsilon=1.0, delta=1e-6)
+    est = AdaOPSRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, delta=1e-6)
     eps1, eps2, eps_ops, delta_ops, p1, p2 = est._budget()
     assert eps1 + eps2 + eps_ops == pytest.approx(1.0) and delta_ops + 2 * p1 + p2 == pytest.approx(1e-6)
     est.set_params(random_state=3).fit(X, y)
@@ -110,7 +110,7 @@ def test_adaops_budget_and_gamma():
 def test_adaops_norm_release_noise_scale():
     """u~ - u(X) = Lap(s/eps_2) + (s/eps_2) ln(1/(2 p_2)), s = log(1 + B_x^2/h~)."""
     X, y = _data(n=150)
-    est = AdaOPSRegressor(epsilon=1.0, delta=1e-6)
+    est = AdaOPSRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, delta=1e-6)
     _, eps2, _, _, _, p2 = est._budget()
     z = []
     for s in range(150):
@@ -126,13 +126,13 @@ def test_adaops_norm_release_noise_scale():
 
 def test_ops_regressor_data_independent_calibration():
     X, y = _data()
-    est = OPSRegressor(epsilon=1.0, delta=1e-6, alpha=50.0, n_max=500, random_state=0).fit(X, y)
+    est = OPSRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, delta=1e-6, alpha=50.0, n_max=500, random_state=0).fit(X, y)
     theta_bound = min(math.sqrt(500) / (2 * math.sqrt(50.0)), 500 / 50.0)
     assert est.gamma_ == pytest.approx(ops_gamma(1 / 50.0, 1 + theta_bound, 1.0, 1e-6))
     # the data-independent norm bound covers every data set of at most n_max records
     theta, _ = ridge_solution(X, y, 50.0)
     assert np.linalg.norm(theta) <= theta_bound
-    OPSRegressor(n_max=10).fit(X, y)  # n > n_max is not refused (tests/test_ptr.py checks the subsampling)
-    auto = OPSRegressor(epsilon=1.0, n_max=500, random_state=0).fit(X, y)
+    OPSRegressor(x_bound=1.0, y_bound=1.0, n_max=10).fit(X, y)  # n > n_max is not refused (tests/test_ptr.py checks the subsampling)
+    auto = OPSRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, n_max=500, random_state=0).fit(X, y)
     assert auto.alpha_ == pytest.approx(balanced_alpha(500, 3, 1.0, 1e-6))
-    assert NonPrivateRidge().fit(X, y).score(X, y) > 0.9
+    assert NonPrivateRidge(x_bound=1.0, y_bound=1.0).fit(X, y).score(X, y) > 0.9

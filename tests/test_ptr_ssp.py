@@ -62,16 +62,16 @@ def test_release_lambda_min_rule_uses_public_quantities_only():
     assert releases_lambda_min(d, eps, delta, math.ceil(threshold))
     assert not releases_lambda_min(d, eps, delta, math.floor(threshold))
     X, y = _data()
-    auto = AdaSSPRegressor(epsilon=eps, n_max=10 ** 9, random_state=0).fit(X, y)
+    auto = AdaSSPRegressor(epsilon=eps, n_max=10 ** 9, random_state=0, x_bound=1.0, y_bound=1.0).fit(X, y)
     assert auto.lambda_min_released_ and auto.noise_scales_[0] > 0
-    assert not AdaSSPRegressor(epsilon=eps, random_state=0).fit(X, y).lambda_min_released_
+    assert not AdaSSPRegressor(x_bound=1.0, y_bound=1.0, epsilon=eps, random_state=0).fit(X, y).lambda_min_released_
     with pytest.raises(ValueError, match="release_lambda_min must be True, False or 'auto'"):
-        AdaSSPRegressor(release_lambda_min="yes").fit(X, y)
+        AdaSSPRegressor(x_bound=1.0, y_bound=1.0, release_lambda_min="yes").fit(X, y)
 
 
 def test_adassp_release_noise_matches_its_scales():
     X, y = _data(n=100)
-    est = AdaSSPRegressor(epsilon=1.0, delta=1e-6, release_lambda_min=False)
+    est = AdaSSPRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, delta=1e-6, release_lambda_min=False)
     _, s2, s3 = est.noise_scales(d=3)
     rng = np.random.default_rng(0)
     n = 4000
@@ -93,7 +93,7 @@ def test_adassp_release_noise_matches_its_scales():
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 10.0])
 def test_wang_printed_adassp_privacy_is_the_exact_composition_of_its_gaussians(eps):
-    est = AdaSSPWangRegressor(epsilon=eps, delta=1e-6)
+    est = AdaSSPWangRegressor(x_bound=1.0, y_bound=1.0, epsilon=eps, delta=1e-6)
     m = math.sqrt(math.log(6e6)) / (eps / 3)
     assert est.noise_multiplier() == pytest.approx(m)
     mu = math.sqrt(3) / m  # three releases, each 1/m-GDP (B_x = B_y = 1)
@@ -111,13 +111,13 @@ def optimize_eps(mu: float, delta: float) -> float:
 def test_wang_printed_adassp_ridge_and_noise_follow_the_printed_algorithm():
     X, y = _data(n=300, d=3)
     eps, delta = 1.0, 1e-6
-    fitted = AdaSSPWangRegressor(epsilon=eps, delta=delta, random_state=3).fit(X, y)
+    fitted = AdaSSPWangRegressor(x_bound=1.0, y_bound=1.0, epsilon=eps, delta=delta, random_state=3).fit(X, y)
     log6 = math.log(6 / delta)
     ceiling = math.sqrt(3 * log6 * math.log(2 * 9 / 0.05)) / (eps / 3)
     lam_min = np.linalg.eigvalsh(X.T @ X)[0]
     assert ceiling - lam_min - 6 * math.sqrt(log6) / (eps / 3) <= fitted.alpha_ <= ceiling
     # the upper triangle's noise is i.i.d. N(0, sigma^2), mirrored: off-diagonal variance equals the diagonal's
-    est = AdaSSPWangRegressor(epsilon=eps, delta=delta)
+    est = AdaSSPWangRegressor(x_bound=1.0, y_bound=1.0, epsilon=eps, delta=delta)
     sigma = est.noise_multiplier()
     rng = np.random.default_rng(0)
     n = 4000
@@ -169,10 +169,10 @@ def test_exponential_mechanism_ratio_is_within_e_eps_for_a_worst_case_added_reco
 
 def test_gumbel_max_sampling_has_the_mechanisms_law():
     X, y = _data(n=200)
-    est = SSPRidgeSelectionRegressor(epsilon=1.0, score_clip=0.25, random_state=0)
+    est = SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, score_clip=0.25, random_state=0)
     m, eps_s = est.calibration()
-    choices = np.bincount([SSPRidgeSelectionRegressor(epsilon=1.0, score_clip=0.25, random_state=s).fit(X, y).choice_
-                           for s in range(1500)], minlength=len(DEFAULT_RIDGE_MULTIPLIERS) + 1)
+    choices = np.bincount([SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, score_clip=0.25, random_state=s).fit(X, y).choice_
+                           for s in range(1500)], minlength=len(DEFAULT_RIDGE_MULTIPLIERS) + X.shape[1] + 1)
     assert eps_s > 0 and choices.sum() == 1500
     assert choices[DEFAULT_RIDGE_MULTIPLIERS.index(1.0)] > 0  # the anchor is reachable; law checked below
     scores = np.array([10.0, 12.0, 9.0, 30.0])
@@ -190,7 +190,7 @@ def test_gumbel_max_sampling_has_the_mechanisms_law():
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 10.0])
 def test_selection_certificate_is_the_profile_of_its_declared_mechanism(eps):
-    est = SSPRidgeSelectionRegressor(epsilon=eps, delta=1e-6)
+    est = SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=eps, delta=1e-6)
     cert = est.certified_epsilon()
     assert cert == float(ps.privacy_profile(est.privacy).epsilon(1e-6))
     assert eps - 1e-4 <= cert <= eps  # calibrated tightly and never above the target
@@ -201,21 +201,22 @@ def test_selection_certificate_is_the_profile_of_its_declared_mechanism(eps):
 
 def test_selection_off_by_the_public_rule_is_two_release_adassp():
     X, y = _data()
-    est = SSPRidgeSelectionRegressor(epsilon=0.1, n_max=500, random_state=4)
+    est = SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=0.1, n_max=500, random_state=4)
     assert not est.selects()
     fitted = est.fit(X, y)
-    same = AdaSSPRegressor(epsilon=0.1, release_lambda_min=False, random_state=4).fit(X, y)
+    same = AdaSSPRegressor(x_bound=1.0, y_bound=1.0, epsilon=0.1, release_lambda_min=False, random_state=4).fit(X, y)
     assert np.array_equal(fitted.coef_, same.coef_) and fitted.choice_ is None
     assert dict(est.privacy.parts) == {ps.Gaussian(math.sqrt(2) * analytic_gaussian_sigma(0.1, 1e-6)): 2}
     assert est.certified_epsilon() == pytest.approx(0.1, abs=1e-6)
-    assert SSPRidgeSelectionRegressor(epsilon=0.1, n_max=10 ** 6).selects()
+    assert SSPRidgeSelectionRegressor(epsilon=0.1, n_max=10 ** 6, x_bound=1.0, y_bound=1.0).selects()
 
 
 def test_selection_can_choose_the_trivial_predictor():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(3000, 3)) / 3
     y = np.clip(rng.normal(scale=0.05, size=3000), -1, 1)  # no signal: predicting 0 is best
-    picks = [SSPRidgeSelectionRegressor(epsilon=0.5, anchor_weight=0.0, random_state=s).fit(X, y)
+    picks = [SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=0.5, anchor_weight=0.0, random_state=s,
+                                        include_single_feature=False).fit(X, y)
              for s in range(20)]
     trivial = len(DEFAULT_RIDGE_MULTIPLIERS)
     assert sum(p.choice_ == trivial and p.alpha_ == np.inf and not p.coef_.any() for p in picks) >= 2
@@ -224,9 +225,9 @@ def test_selection_can_choose_the_trivial_predictor():
 def test_trivial_predictor_is_a_candidate_of_the_regressor_selection():
     assert {"method": "trivial"} in DEFAULT_CANDIDATES
     X, y = _data(n=50)
-    est = CANDIDATE_BUILDERS["trivial"](1.0, 1e-6, {}, PrivateRegressorSelection(), 3).fit(X, y)
+    est = CANDIDATE_BUILDERS["trivial"](1.0, 1e-6, {}, PrivateRegressorSelection(x_bound=1.0, y_bound=1.0), 3).fit(X, y)
     assert isinstance(est, TrivialRegressor) and np.all(est.predict(X) == 0.0)
-    only = PrivateRegressorSelection(epsilon=1.0, candidates=({"method": "trivial"},), random_state=0).fit(X, y)
+    only = PrivateRegressorSelection(x_bound=1.0, y_bound=1.0, epsilon=1.0, candidates=({"method": "trivial"},), random_state=0).fit(X, y)
     assert only.best_params_ == {"method": "trivial"} and not only.coef_.any()
 
 
@@ -244,12 +245,12 @@ def test_private_ridge_recovers_at_least_half_of_the_oracle_gain_on_elevators_at
 
     seeds = range(10)
     with threadpool_limits(1):
-        two = np.median([mse(AdaSSPRegressor(epsilon=1.0, release_lambda_min=False, random_state=s).fit(Xtr, ytr))
+        two = np.median([mse(AdaSSPRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, release_lambda_min=False, random_state=s).fit(Xtr, ytr))
                          for s in seeds])
-        oracle = np.median([min(min(mse(AdaSSPRegressor(epsilon=1.0, release_lambda_min=False, ridge_scale=c,
+        oracle = np.median([min(min(mse(AdaSSPRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, release_lambda_min=False, ridge_scale=c,
                                                         random_state=s).fit(Xtr, ytr)) for c in DEFAULT_RIDGE_MULTIPLIERS),
                                 float(np.mean(yte ** 2))) for s in seeds])
-        fits = [SSPRidgeSelectionRegressor(epsilon=1.0, n_max=len(y), random_state=s).fit(Xtr, ytr) for s in seeds]
+        fits = [SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, n_max=len(y), random_state=s).fit(Xtr, ytr) for s in seeds]
     private = np.median([mse(f) for f in fits])
     assert oracle < two
     assert two - private >= 0.5 * (two - oracle)
@@ -324,3 +325,57 @@ def test_certificate_survives_the_release_boundary_and_is_not_stored_state():
     assert np.array_equal(released.predict(X), est.predict(X))
     with pytest.raises(AttributeError):
         AdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=1.0, y_bound=1.0).certificate_  # noqa: B018 - before fit
+
+
+# ----------------------------------------------------------------------------------------
+# Public bounds are stated by the user
+# ----------------------------------------------------------------------------------------
+
+
+def _unbounded_regressors():
+    from privselect.apps.ptr import (
+        AdaOPSRegressor,
+        NonPrivateRidge,
+        OPSPTRRegressor,
+        OPSRegressor,
+        OutputPerturbationRegressor,
+        TunedOPSPTRRegressor,
+    )
+    return [SSPRidgeSelectionRegressor(), AdaSSPRegressor(), AdaSSPWangRegressor(), TrivialRegressor(),
+            OPSRegressor(), OPSPTRRegressor(), TunedOPSPTRRegressor(), OutputPerturbationRegressor(),
+            AdaOPSRegressor(), NonPrivateRidge(), PrivateRegressorSelection()]
+
+
+@pytest.mark.parametrize("est", _unbounded_regressors(), ids=lambda e: type(e).__name__)
+def test_fit_on_raw_features_without_bounds_raises_naming_x_bound(est):
+    from sklearn.datasets import load_diabetes
+    X, y = load_diabetes(return_X_y=True, scaled=False)  # raw features, targets 25-346
+    assert est.get_params()["x_bound"] is None and est.get_params()["y_bound"] is None
+    with pytest.raises(ValueError, match=r"x_bound is required"):
+        est.fit(X[:100], y[:100])
+    assert not hasattr(est, "coef_")
+    with pytest.raises(ValueError, match=r"y_bound is required"):
+        est.set_params(x_bound=1.0).fit(X[:100], y[:100])
+
+
+def test_single_feature_fit_on_the_intercept_column_predicts_the_training_mean():
+    from privselect.apps.ptr.ssp import single_feature_fits
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.uniform(-1, 1, size=(50, 2)), np.ones(50)]) / np.sqrt(3)
+    y = rng.uniform(-1, 1, size=50)
+    fits = single_feature_fits(X.T @ X, X.T @ y, floor=1e-12)  # exact statistics: the noise-free limit
+    assert len(fits) == 3 and np.count_nonzero(fits[2]) == 1
+    assert X @ fits[2] == pytest.approx(np.full(50, y.mean()), rel=1e-12)
+
+
+def test_single_feature_candidates_cost_no_privacy_and_take_one_prior_slot():
+    with_fits = SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0)
+    without = SSPRidgeSelectionRegressor(x_bound=1.0, y_bound=1.0, epsilon=1.0, include_single_feature=False)
+    assert with_fits.privacy == without.privacy  # post-processing of the same releases
+    multipliers = np.asarray(DEFAULT_RIDGE_MULTIPLIERS)
+    prior = with_fits._prior(multipliers, n_single=4)
+    k = len(multipliers)  # 11 ridges (anchor 0.5) + one slot for the 4 fits + the trivial: 12 slots share 0.5
+    assert len(prior) == k + 4 + 1 and prior.sum() == pytest.approx(1.0)
+    assert prior[k:k + 4] == pytest.approx(np.full(4, 0.5 / 12 / 4))
+    assert prior[-1] == pytest.approx(0.5 / 12) and prior[DEFAULT_RIDGE_MULTIPLIERS.index(1.0)] == 0.5
+    assert without._prior(multipliers)[-1] == pytest.approx(0.5 / 11)  # unchanged without the fits

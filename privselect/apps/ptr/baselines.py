@@ -90,7 +90,7 @@ class OutputPerturbationRegressor(SingleReleaseCertified, PrivateLinearRegressor
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float | None = 1e-6, alpha: float = 10.0,
-                 theta_bound: float = 1.0, x_bound: float = 1.0, y_bound: float = 1.0, random_state=None) -> None:
+                 theta_bound: float = 1.0, x_bound: float | None = None, y_bound: float | None = None, random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -101,6 +101,7 @@ class OutputPerturbationRegressor(SingleReleaseCertified, PrivateLinearRegressor
 
     def sensitivity(self) -> float:
         """Add/remove L2 sensitivity Delta = B_x (B_y + B_x theta_bound) / alpha of the constrained minimiser."""
+        self._check_bounds()
         return self.x_bound * (self.y_bound + self.x_bound * self.theta_bound) / self.alpha
 
     def noise_scale(self) -> float:
@@ -164,7 +165,7 @@ class AdaOPSRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
     """
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, x_bound: float = 1.0, y_bound: float = 1.0,
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, x_bound: float | None = None, y_bound: float | None = None,
                  mode: str = "exact", random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -219,15 +220,14 @@ class NonPrivateRidge(PrivateLinearRegressor):
     Intercept: none (``intercept_ = 0``); append a constant feature and map labels to a public range centred at 0.
     """
 
-    def __init__(self, alpha: float = 1e-6, x_bound: float = 1.0, y_bound: float = 1.0) -> None:
+    def __init__(self, alpha: float = 1e-6, x_bound: float | None = None, y_bound: float | None = None) -> None:
         self.alpha = alpha
         self.x_bound = x_bound
         self.y_bound = y_bound
 
     def fit(self, X, y):
         check.positive("alpha", self.alpha)
-        check.positive("x_bound", self.x_bound)
-        check.positive("y_bound", self.y_bound)
+        self._check_bounds()
         Xc, yc = self._prepare(X, y)
         d = Xc.shape[1]
         self.coef_ = linalg.solve(Xc.T @ Xc + self.alpha * np.eye(d), Xc.T @ yc, assume_a="pos")

@@ -129,7 +129,7 @@ class PrivateRegressorSelection(PrivateLinearRegressor):
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, k: KDistribution | None = None,
                  candidates: tuple | None = None, validation_fraction: float = 0.1, score_fraction: float = 0.1,
-                 score_clip: float = 0.25, n_max: int | None = None, x_bound: float = 1.0, y_bound: float = 1.0,
+                 score_clip: float = 0.25, n_max: int | None = None, x_bound: float | None = None, y_bound: float | None = None,
                  random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta

@@ -46,7 +46,7 @@ from .ops import (
 )
 
 __all__ = ["OPSRegressor", "OPSPTRRegressor", "OPSPTR", "OPSPTRTestRelease", "RefusalWarning", "balanced_alpha",
-           "default_ops_ptr_alpha"]
+           "default_ops_ptr_alpha", "public_bound"]
 
 MODES = ("exact", "safe")
 
@@ -66,16 +66,43 @@ class SingleReleaseCertified:
         return release_certificate(self.privacy, float(getattr(self, "delta", None) or 0.0))
 
 
+_BOUND_MEANING = {"x_bound": "every feature row's L2 norm", "y_bound": "every label's absolute value"}
+
+
+def public_bound(name: str, value: object) -> float:
+    """A public data bound the user must state (``x_bound`` or ``y_bound``): ``None`` raises naming it.
+
+    There is no default: a bound that does not fit the data clips every record silently (raw
+    targets of 25-346 with ``y_bound=1`` give predictions in [-1, 1]), and a bound read from the
+    data would leak. A [`Table`][privselect.apps.ptr.table.Table] from ``load_table`` carries its
+    bounds: pass ``**table.bounds``.
+    """
+    if value is None:
+        raise ValueError(
+            f"{name} is required: state the public bound on {_BOUND_MEANING.get(name, name)} (a number you "
+            f"know without looking at the data), e.g. {name}=1.0 after mapping the data into [-1, 1] with "
+            f"public ranges, or pass **table.bounds for a Table from load_table; there is no default, "
+            f"because a bound that does not fit the data silently clips every record")
+    return check.positive(name, value)
+
+
 class PrivateLinearRegressor(RegressorMixin, BaseEstimator):
-    """Shared surface: validation, the clipping rule, predict (linear, clipped), poor_score tag."""
+    """Shared surface: validation, the clipping rule, predict (linear, clipped), poor_score tag.
+
+    ``x_bound`` and ``y_bound`` have no default: ``fit`` (and `privacy` where it depends on them)
+    raises ``ValueError`` naming the one not given ([`public_bound`][privselect.apps.ptr.regression.public_bound]).
+    """
+
+    def _check_bounds(self) -> None:
+        public_bound("x_bound", self.x_bound)
+        public_bound("y_bound", self.y_bound)
 
     def _check_common(self) -> None:
         check.positive("epsilon", self.epsilon)
         delta = getattr(self, "delta", None)
         if delta is not None:
             check.open_unit("delta", delta)
-        check.positive("x_bound", self.x_bound)
-        check.positive("y_bound", self.y_bound)
+        self._check_bounds()
 
     def _prepare(self, X, y) -> tuple[np.ndarray, np.ndarray]:
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
@@ -139,8 +166,8 @@ class OPSRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     with n_max in place of n; ``alpha`` is the full ridge (no built-in +1).
     """
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, alpha: float | None = None, x_bound: float = 1.0,
-                 y_bound: float = 1.0, n_max: int = 100_000, mode: str = "exact", random_state=None) -> None:
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, alpha: float | None = None, x_bound: float | None = None,
+                 y_bound: float | None = None, n_max: int = 100_000, mode: str = "exact", random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -449,7 +476,7 @@ class OPSPTRRegressor(SingleReleaseCertified, PrivateLinearRegressor):
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, alpha: float | None = None,
                  gamma: float | str = "auto", eigen_fraction: float = 0.0, norm_fraction: float = 0.3,
-                 n_max: int | None = None, x_bound: float = 1.0, y_bound: float = 1.0, mode: str = "exact",
+                 n_max: int | None = None, x_bound: float | None = None, y_bound: float | None = None, mode: str = "exact",
                  random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta

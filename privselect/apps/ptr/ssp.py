@@ -99,7 +99,7 @@ class TrivialRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     ``random_state`` is accepted and unused, so it fits every candidate interface.
     """
 
-    def __init__(self, x_bound: float = 1.0, y_bound: float = 1.0, random_state=None) -> None:
+    def __init__(self, x_bound: float | None = None, y_bound: float | None = None, random_state=None) -> None:
         self.x_bound = x_bound
         self.y_bound = y_bound
         self.random_state = random_state
@@ -110,8 +110,7 @@ class TrivialRegressor(SingleReleaseCertified, PrivateLinearRegressor):
         return PureDP(0.0)
 
     def fit(self, X, y):
-        check.positive("x_bound", self.x_bound)
-        check.positive("y_bound", self.y_bound)
+        self._check_bounds()
         Xc, _ = self._prepare(X, y)
         self.coef_ = np.zeros(Xc.shape[1])
         self.intercept_ = 0.0
@@ -139,8 +138,8 @@ class AdaSSPRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, rho: float = 0.05, ridge_scale: float = 1.0,
-                 release_lambda_min: bool | str = "auto", n_max: int | None = None, x_bound: float = 1.0,
-                 y_bound: float = 1.0, random_state=None) -> None:
+                 release_lambda_min: bool | str = "auto", n_max: int | None = None, x_bound: float | None = None,
+                 y_bound: float | None = None, random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.rho = rho
@@ -166,6 +165,7 @@ class AdaSSPRegressor(SingleReleaseCertified, PrivateLinearRegressor):
 
     def noise_scales(self, d: int | None = None) -> tuple[float, float, float]:
         """(sigma_lambda_min or 0, sigma_XtX, sigma_Xty): sensitivity x sqrt(r) sigma_G(eps, delta), r releases."""
+        self._check_bounds()
         three = self._three_releases(d)
         multiplier = math.sqrt(3.0 if three else 2.0) * _sigma_g(float(self.epsilon), float(self.delta))
         return (self.x_bound ** 2 * multiplier if three else 0.0, self.x_bound ** 2 * multiplier,
@@ -173,6 +173,7 @@ class AdaSSPRegressor(SingleReleaseCertified, PrivateLinearRegressor):
 
     def privacy_for(self, d: int):
         """The composition of the Gaussian releases made on d features (exactly (eps, delta)-DP)."""
+        self._check_bounds()
         three = self._three_releases(d)
         m = math.sqrt(3.0 if three else 2.0) * _sigma_g(float(self.epsilon), float(self.delta))
         parts = [Gaussian(m, sensitivity=self.x_bound ** 2), Gaussian(m, sensitivity=self.x_bound * self.y_bound)]
@@ -238,8 +239,8 @@ class AdaSSPWangRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     surplus noise is why `AdaSSPRegressor` beats it. No intercept.
     """
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, rho: float = 0.05, x_bound: float = 1.0,
-                 y_bound: float = 1.0, random_state=None) -> None:
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, rho: float = 0.05, x_bound: float | None = None,
+                 y_bound: float | None = None, random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.rho = rho
@@ -253,6 +254,7 @@ class AdaSSPWangRegressor(SingleReleaseCertified, PrivateLinearRegressor):
 
     @property
     def privacy(self):
+        self._check_bounds()
         m = self.noise_multiplier()
         return compose(Gaussian(m, sensitivity=self.x_bound ** 2), Gaussian(m, sensitivity=self.x_bound ** 2),
                        Gaussian(m, sensitivity=self.x_bound * self.y_bound))
@@ -357,6 +359,18 @@ def calibrate_ssp(epsilon: float, delta: float, pure_shares: tuple[float, ...], 
     return parts(math.exp(lo))
 
 
+def single_feature_fits(xtx_noisy: np.ndarray, xty_noisy: np.ndarray, floor: float) -> list[np.ndarray]:
+    """theta_j = e_j (X^T y~)_j / max((X^T X~)_jj, floor), j = 1..d: least squares on one feature, from the released statistics.
+
+    Post-processing of the SSP releases (no privacy cost). On a constant column c (the intercept
+    `load_table` appends) it is the private training mean: (c sum y + noise) / (c^2 n + noise) c.
+    ``floor`` (the X^T X noise scale, public) keeps a noisy diagonal from dividing by ~0.
+    """
+    d = xtx_noisy.shape[0]
+    weights = xty_noisy / np.maximum(np.diag(xtx_noisy), floor)
+    return list(np.eye(d) * weights)
+
+
 class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     """Two-release SSP with a privately selected ridge (or the trivial predictor), one (eps, delta) certificate.
 
@@ -364,7 +378,9 @@ class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor)
        two-release form, each with noise multiplier ``m`` (sensitivities B_x^2 and B_x B_y).
     2. Candidates (post-processing): theta_g = (X^T X~ + alpha_g I)^-1 X^T y~ for alpha_g =
        c_g x `ssp_ridge` (c_g in ``ridge_multipliers``: Wang's ridge is c = 1) and, with
-       ``include_trivial``, theta = 0.
+       ``include_trivial``, theta = 0; with ``include_single_feature``, the d one-feature least-squares
+       fits `single_feature_fits` (on the intercept column of a `load_table` table: the private
+       training mean, so "predict the mean" competes with the ridges at no extra privacy cost).
     3. Score s_g = sum_i min((y_i - clip(x_i . theta_g, +-B_y))^2, ``score_clip`` B_y^2) on the same
        records: for fixed candidates adding a record raises every s_g by a value in
        [0, score_clip B_y^2] (monotone), so the exponential mechanism P(g) ~ exp(-eps_s s_g /
@@ -386,13 +402,14 @@ class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor)
     The ridge is chosen on the in-sample loss of the *true* data; with d << n the optimism of
     in-sample error is small next to the noise the ridge trades off. No intercept (module docstring).
     Fitted: ``coef_``, ``alpha_`` (``inf`` for the trivial predictor), ``choice_`` (index into the
-    candidates: ridges in order, then the trivial predictor), ``noise_scales_``.
+    candidates: ridges in order, then the single-feature fits (``alpha_`` NaN), then the trivial
+    predictor), ``noise_scales_``.
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, score_share: float = 0.2, score_clip: float = 0.25,
                  ridge_multipliers: tuple[float, ...] = DEFAULT_RIDGE_MULTIPLIERS, include_trivial: bool = True,
-                 anchor_weight: float = 0.5, n_max: int | None = None, rho: float = 0.05, x_bound: float = 1.0,
-                 y_bound: float = 1.0, random_state=None) -> None:
+                 anchor_weight: float = 0.5, n_max: int | None = None, rho: float = 0.05, x_bound: float | None = None,
+                 y_bound: float | None = None, include_single_feature: bool = True, random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.score_share = score_share
@@ -404,6 +421,7 @@ class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor)
         self.rho = rho
         self.x_bound = x_bound
         self.y_bound = y_bound
+        self.include_single_feature = include_single_feature
         self.random_state = random_state
 
     def _selection_calibration(self) -> tuple[float, float]:
@@ -450,14 +468,25 @@ class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor)
                              f"include_trivial), got {self.ridge_multipliers!r}")
         return c
 
-    def _prior(self, multipliers: np.ndarray) -> np.ndarray:
-        """Base measure of the exponential mechanism: ``anchor_weight`` on Wang's ridge (c = 1), the rest uniform."""
+    def _prior(self, multipliers: np.ndarray, n_single: int = 0) -> np.ndarray:
+        """Base measure of the exponential mechanism: ``anchor_weight`` on Wang's ridge (c = 1), the rest uniform.
+
+        Slots: the ridges, one slot for the ``n_single`` single-feature fits (split evenly among
+        them, so adding them takes one candidate's weight), the trivial predictor if included.
+        Order: ridges, single-feature fits, trivial. Public (any fixed base measure keeps eps_s-DP).
+        """
         anchor = check.in_range("anchor_weight", self.anchor_weight, 0.0, 1.0, high_open=True)
-        size = len(multipliers) + bool(self.include_trivial)
-        is_anchor = np.append(multipliers == 1.0, False)[:size]
-        if not is_anchor.any() or size == 1:
-            return np.full(size, 1.0 / size)
-        return np.where(is_anchor, anchor, (1.0 - anchor) / (size - 1))
+        trivial = bool(self.include_trivial)
+        slots = len(multipliers) + (n_single > 0) + trivial
+        is_anchor = np.concatenate([multipliers == 1.0, np.zeros(slots - len(multipliers), dtype=bool)])
+        if not is_anchor.any() or slots == 1:
+            weights = np.full(slots, 1.0 / slots)
+        else:
+            weights = np.where(is_anchor, anchor, (1.0 - anchor) / (slots - 1))
+        if n_single == 0:
+            return weights
+        k = len(multipliers)
+        return np.concatenate([weights[:k], np.full(n_single, weights[k] / n_single), weights[k + 1:]])
 
     def fit(self, X, y):
         m, eps_s = self.calibration()
@@ -478,6 +507,10 @@ class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor)
         xty_noisy = Xc.T @ yc + s3 * rng.standard_normal(d)
         alphas = multipliers * ssp_ridge(d, s2, rho)
         thetas = [_solve(xtx_noisy + a * np.eye(d), xty_noisy) for a in alphas]
+        n_ridges = len(thetas)
+        if self.include_single_feature:  # post-processing of the same two releases: no extra privacy cost
+            thetas.extend(single_feature_fits(xtx_noisy, xty_noisy, s2))
+            alphas = np.append(alphas, np.full(d, np.nan))
         if self.include_trivial:
             thetas.append(np.zeros(d))
             alphas = np.append(alphas, np.inf)
@@ -486,7 +519,7 @@ class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor)
         scores = np.minimum((yc[:, None] - pred) ** 2, clip).sum(axis=0)
         # Gumbel-max: argmax(log prior - eps_s s / clip + Gumbel) has law `exponential_mechanism_probabilities`
         with np.errstate(divide="ignore"):  # a zero prior weight: log 0 = -inf, never chosen
-            log_prior = np.log(self._prior(multipliers))
+            log_prior = np.log(self._prior(multipliers, len(thetas) - n_ridges - bool(self.include_trivial)))
         choice = int(np.argmax(log_prior - eps_s * scores / clip + rng.gumbel(size=len(scores))))
         self.alpha_ = float(alphas[choice])
         self.choice_ = choice

@@ -43,7 +43,9 @@ class Table:
     """A table preprocessed into public bounds: features ``X`` (n x (d+1), last column the intercept), target ``y``.
 
     ``feature_names`` ends with ``"(intercept)"``. ``x_bound`` and ``y_bound`` are the bounds to pass
-    to the regressors (both 1). `target_to_original` maps predictions back to the original target
+    to the regressors (both 1); `bounds` holds them as keyword arguments, so
+    ``SSPRidgeSelectionRegressor(epsilon=1.0, **table.bounds)`` states them in one step (the
+    regressors have no default bounds). `target_to_original` maps predictions back to the original target
     scale (before ``target_transform``'s inverse, which is the caller's). ``clipped``: values
     clipped with ``outside="clip"``.
     """
@@ -56,6 +58,11 @@ class Table:
     clipped: int = 0
     x_bound: float = 1.0
     y_bound: float = 1.0
+
+    @property
+    def bounds(self) -> dict[str, float]:
+        """``{"x_bound": ..., "y_bound": ...}``: the public bounds this table was mapped into, as regressor keyword arguments."""
+        return {"x_bound": self.x_bound, "y_bound": self.y_bound}
 
     def target_to_original(self, values) -> np.ndarray:
         """Inverse of the target map: (lo + hi)/2 + values (hi - lo)/2 (on the transformed scale)."""

@@ -336,7 +336,7 @@ class TunedOPSPTRRegressor(PrivateLinearRegressor):
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, k: KDistribution | None = None,
                  accounting: str = "profile", alphas: tuple | None = None, eigen_fraction: float = 0.0,
                  norm_fraction: float = 0.3, score_fraction: float = 0.1, score_clip: float = 1.0,
-                 n_max: int | None = None, x_bound: float = 1.0, y_bound: float = 1.0, mode: str = "exact",
+                 n_max: int | None = None, x_bound: float | None = None, y_bound: float | None = None, mode: str = "exact",
                  random_state=None) -> None:
         self.epsilon = epsilon
         self.delta = delta

@@ -105,7 +105,7 @@ def tune_with_study(data, seed=None):
     return study.optimize(objective)
 
 
-def one_run_epsilon(epochs=max(EPOCHS)):
+def one_run_epsilon(epochs=max(EPOCHS)):  # noqa: B008 - EPOCHS is a module constant
     """What one run alone costs (with its noisy score): NOT a bound for the tuning."""
     one = ps.compose(privacy({"epochs": epochs}), SCORE_NOISE)
     return float(ps.privacy_profile(one).epsilon(DELTA))

@@ -103,11 +103,11 @@ def test_laplace_epsilon_of_delta_closed_form_up_to_the_top(scale, rel_tol, monk
     support's top, where delta ~ (top - eps) / 2 is linear in eps, not in log delta, so a secant on
     log delta alone crawls towards the root from one side. The bracket holds the truth, each end is
     on its safe side, it is narrow, and the search takes few curve evaluations per delta."""
-    from privselect.accounting import cf
+    from privselect.accounting.cf.quadrature import _Direction
 
     calls = []
-    bounds = cf._Direction.bounds
-    monkeypatch.setattr(cf._Direction, "bounds", lambda self, e: calls.append(1) or bounds(self, e))
+    bounds = _Direction.bounds
+    monkeypatch.setattr(_Direction, "bounds", lambda self, e: calls.append(1) or bounds(self, e))
     prof = cf_profile(ps.Laplace(scale), rel_tol=rel_tol)
     deltas = np.array([1e-2, 1e-3, 1e-6, 1e-10, 1e-14])
     exact = 1 / scale + 2 * np.log1p(-deltas)

@@ -257,8 +257,8 @@ def chatty(train):
 
     def run(params, data, rng):
         tag = f"{MARK}{params['learning_rate']:.12f}"
-        warnings.warn(f"user warning {tag}")
-        warnings.warn(ConvergenceWarning(f"convergence {tag}"))
+        warnings.warn(f"user warning {tag}")  # noqa: B028 - the trainer's own warning, as a user writes it
+        warnings.warn(ConvergenceWarning(f"convergence {tag}"))  # noqa: B028
         print(f"stdout {tag}")
         print(f"stderr {tag}", file=sys.stderr)
         for level in (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL):

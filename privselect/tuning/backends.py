@@ -234,7 +234,7 @@ class RayBackend(Backend):
             for ref in pending:
                 ray.cancel(ref, force=True)
             pending.clear()
-            del shared_refs
+            shared_refs.clear()
 
     def worker_loss_errors(self):
         from ray.exceptions import NodeDiedError, ObjectLostError, RayActorError, WorkerCrashedError

@@ -89,8 +89,4 @@ from .quadrature import MIN_DELTA
 from .curve import CFCurve
 from .accountant import CF, CFAccountant, cf_profile
 
-# Private names that modules outside this package still import (to be replaced by a public
-# interface; kept so that those importers did not have to change in the split).
-from .quadrature import _Direction
-
 __all__ = ["CFAccountant", "CFCurve", "cf_profile", "MIN_DELTA", "CF"]

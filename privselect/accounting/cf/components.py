@@ -16,6 +16,7 @@ from ..plrv import (DirectedLosses, GaussianLoss, LaplaceLoss, PrivacyLoss, Subs
                     composed_losses)
 from ..profile import CertificationError
 from .numerics import _EPS, _exp_ratio, _fourier_sum
+from .options import CFOptions
 
 
 class _Component:
@@ -27,7 +28,7 @@ class _Component:
     has_continuous = False
     quadrature = False
 
-    def __init__(self, loss: PrivacyLoss, count: int, accountant: "CFAccountant") -> None:
+    def __init__(self, loss: PrivacyLoss, count: int, accountant: CFOptions) -> None:
         self.loss, self.count, self.options = loss, int(count), accountant
         at = loss.atoms()
         keep = at.primary > 0
@@ -90,7 +91,7 @@ class _Component:
 
 
 @functools.singledispatch
-def _component(loss: PrivacyLoss, count: int, accountant: "CFAccountant") -> _Component:
+def _component(loss: PrivacyLoss, count: int, accountant: CFOptions) -> _Component:
     raise UnsupportedMechanismError(f"the cf accountant cannot read a {type(loss).__name__} privacy loss")
 
 
@@ -256,7 +257,7 @@ _component.register(TwoPointLoss, _Component)
 
 
 @_component.register(SubsampledLoss)
-def _subsampled_component(loss: SubsampledLoss, count: int, accountant: "CFAccountant") -> _Component:
+def _subsampled_component(loss: SubsampledLoss, count: int, accountant: CFOptions) -> _Component:
     if not isinstance(loss.base, (GaussianLoss, LaplaceLoss, TwoPointLoss)):
         raise UnsupportedMechanismError(
             f"the cf accountant cannot read a subsampled {type(loss.base).__name__} privacy loss"

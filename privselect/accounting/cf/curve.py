@@ -7,6 +7,7 @@ import numpy as np
 from ..plrv import PrivacyLoss
 from ..profile import DirectionalCurve, ErrorBudget
 from .numerics import _EPS, _log_c
+from .options import CFOptions
 from .quadrature import _V, MIN_DELTA, _Direction, _convex_argmin
 
 
@@ -18,7 +19,7 @@ class CFCurve(DirectionalCurve):
     ``"add"`` or ``"both"`` (symmetric mechanisms).
     """
 
-    def __init__(self, direction: str, parts: tuple[tuple[PrivacyLoss, int], ...], accountant: "CFAccountant") -> None:
+    def __init__(self, direction: str, parts: tuple[tuple[PrivacyLoss, int], ...], accountant: CFOptions) -> None:
         self.direction = direction
         self._dir = _Direction(parts, accountant)
         self._budget: ErrorBudget | None = None

@@ -15,6 +15,7 @@ from ..plrv import PrivacyLoss
 from .atoms import _AtomTable, _power_atoms
 from .components import _component
 from .numerics import _EPS, _log_c, _log_expm1_neg, _oscillatory_sum
+from .options import CFOptions
 
 
 _LOG = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ class _Grid:
 class _Direction:
     """delta(eps) of one direction: the composed law of ``parts`` = ((loss, count), ...)."""
 
-    def __init__(self, parts: tuple[tuple[PrivacyLoss, int], ...], accountant: "CFAccountant") -> None:
+    def __init__(self, parts: tuple[tuple[PrivacyLoss, int], ...], accountant: CFOptions) -> None:
         self.options = accountant
         self.parts = [_component(loss, count, accountant) for loss, count in parts]
         log_finite = sum(c.count * math.log1p(-c.inf_mass) for c in self.parts)

@@ -29,6 +29,6 @@ from .two_point import TwoPointLoss
 from .subsampled import SubsampledLoss, subsampled_loss
 from .directions import DirectedLosses, check_double_range, composed_losses, out_of_double_range, privacy_losses
 
-__all__ = ["PrivacyLoss", "GaussianLoss", "LaplaceLoss", "TwoPointLoss", "SubsampledLoss", "DirectedLosses",
+__all__ = ["PrivacyLoss", "Atoms", "GaussianLoss", "LaplaceLoss", "TwoPointLoss", "SubsampledLoss", "DirectedLosses",
            "privacy_losses", "composed_losses", "UnsupportedMechanismError", "subsampled_loss",
            "out_of_double_range", "check_double_range"]

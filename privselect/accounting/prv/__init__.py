@@ -49,15 +49,7 @@ reported [`ErrorBudget`][privselect.accounting.ErrorBudget] is what was achieved
 """
 
 from ...errors import UnsupportedMechanismError
-from .compose import MAX_COMPOSITIONS, MAX_STEP_LOSS
 from .curve import PRVCurve
-from .accountant import PRV, PRVAccountant, prv_profile, readable_losses
-
-# Private names that modules outside this package still import (to be replaced by a public
-# interface; kept so that those importers did not have to change in the split).
-from .discretise import _U, _Cells, _discretise, _find_tails
-from .bounds import (_COARSE_ORDERS, _coupling, _epsilon_scale, _log_mgf_cells, _planned_mesh, _tail_bound,
-                     _window)
-from .compose import _FFT_STAGE_ULPS, _SPECTRUM_FLOOR
+from .accountant import PRV, PRVAccountant, prv_profile
 
 __all__ = ["PRVAccountant", "PRVCurve", "prv_profile", "UnsupportedMechanismError", "PRV"]

@@ -105,7 +105,7 @@ def _planned_mesh(components, tails: Sequence[_Tails], eps_target: float, eta0: 
 
     def width(h: float, with_bias: bool = True) -> float:
         variance = 0.0
-        for (loss, k), tl in zip(components, tails):
+        for (loss, k), _tail in zip(components, tails):
             at = loss.atoms()
             finite = 1.0 - loss.inf_mass
             atom_mass = float(np.sum(at.primary)) / finite if at.locations.size else 0.0

@@ -34,7 +34,6 @@ class PRVCurve(DirectionalCurve):
         self.log_finite = float(log_finite)  # log Pi: probability that every loss is finite
         self.finite = math.exp(log_finite)
         self.inf_part = -math.expm1(log_finite)  # 1 - Pi
-        r = math.exp(-h)
         d2 = _discounted_suffix_sums(pmf, h)
         suffix = np.cumsum(d2[::-1])[::-1]
         w = np.empty_like(d2)

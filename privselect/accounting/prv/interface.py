@@ -16,9 +16,12 @@ through these names only, so that the accountant's internals can move without br
 
 from __future__ import annotations
 
-from . import (_COARSE_ORDERS, _FFT_STAGE_ULPS, _SPECTRUM_FLOOR, _U, MAX_COMPOSITIONS, MAX_STEP_LOSS, PRVCurve,
-               _Cells, _coupling, _discretise, _epsilon_scale, _find_tails, _log_mgf_cells, _planned_mesh,
-               _tail_bound, _window, readable_losses)
+from .accountant import readable_losses
+from .bounds import (_COARSE_ORDERS, _coupling, _epsilon_scale, _log_mgf_cells, _planned_mesh, _tail_bound,
+                     _window)
+from .compose import _FFT_STAGE_ULPS, _SPECTRUM_FLOOR, MAX_COMPOSITIONS, MAX_STEP_LOSS
+from .curve import PRVCurve
+from .discretise import _U, _Cells, _discretise, _find_tails
 
 __all__ = ["COARSE_ORDERS", "FFT_STAGE_ULPS", "SPECTRUM_FLOOR", "UNIT_ROUNDOFF", "MAX_COMPOSITIONS", "MAX_STEP_LOSS",
            "PRVCurve", "Cells", "coupling", "discretise", "epsilon_scale", "find_tails", "log_mgf_cells",

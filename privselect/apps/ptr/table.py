@@ -240,7 +240,7 @@ def load_table(path: str | Path | Sequence[str | Path], *, target: str | int, he
     if not paths:
         raise ValueError("path: no file given")
     names, parts, where = None, [], []
-    for i, p in enumerate(paths):
+    for p in paths:
         these, values, numbers = _read(p, header, sep, encoding)
         if names is not None and (these != names if header else len(these) != len(names)):
             raise ValueError(f"{p}: its columns {list(these)} differ from {paths[0]}'s {list(names)}")

@@ -362,7 +362,7 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     pmfs = {side: scipy.fft.irfft(spectrum, n).astype(float) for side, spectrum in mixed.items()}
     # per bucket: truncation (exact tails), coupling failure, wrap-around (Chernoff at both placements)
     weighted = 0.0
-    for (k, scaled, orders, cells_shift, eta0_used), p in zip(buckets, probs):
+    for (_k, scaled, orders, cells_shift, eta0_used), p in zip(buckets, probs):
         eta1 = sum(c.count * c.tail for c in scaled)
         eta2_used = max(tail_bound(scaled, h, t0 - h / 2 - side * cells_shift * h,
                                     t0 + (n - 0.5) * h - side * cells_shift * h, orders) for side in (+1, -1))

@@ -206,7 +206,7 @@ def _schedule(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any],
 
 def _one_run(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """The mechanism of one run from the flags (``ps.dpsgd`` for Gaussian noise), and the values they resolved to."""
-    from .mechanisms import Laplace, dpsgd
+    from .mechanisms import Laplace, Mechanism, dpsgd
 
     sampling, length, rate, steps = _schedule(args)
     resolved = {"mechanism": args.mechanism, "sample_rate": rate, "steps": steps, "sampling": args.sampling}
@@ -214,7 +214,7 @@ def _one_run(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         if args.noise_multiplier is not None:
             raise ValueError("argument --noise-multiplier: applies to --mechanism gaussian; use --scale for laplace")
         scale = args.scale if args.scale is not None else 1.0
-        step = Laplace(scale)
+        step: Mechanism = Laplace(scale)
         if rate < 1.0:
             step = step.poisson_subsample(rate) if args.sampling == "poisson" else step.sample_without_replacement(rate)
         return step.compose(steps), {**resolved, "scale": scale}

@@ -195,7 +195,7 @@ class PointwiseMinCurve(DirectionalCurve):
         )
 
     @property
-    def min_delta(self) -> float:  # type: ignore[override]
+    def min_delta(self) -> float:
         """The lowest floor among the members, unbuilt ones by their hint (RDP and CF: 0), without
         building any: the smallest delta this curve answers."""
         return min((self._effective_floor(m.name, m._profile) if m._profile is not None else m.floor_hint)

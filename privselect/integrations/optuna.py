@@ -584,7 +584,9 @@ class PrivateStudy:
             self._certificate = adaptive_certificate(self.search, self._privacy, self.search_space, self.k,
                                                      self.delta)
         if self._certificate is None and self.final is not None:
-            self._certificate = certify_pipeline(self._privacy.base, self.k, self.delta, final=self.final.privacy,
+            base = self._privacy.base
+            assert isinstance(base, (Mechanism, PrivacyProfile))  # final= needs a fixed privacy (checked in __init__)
+            self._certificate = certify_pipeline(base, self.k, self.delta, final=self.final.privacy,
                                                  accountant=self.accountant, **self.accountant_options)
         if self._certificate is None:
             self._certificate = self._privacy.certificate(self.k, self.delta, reveal_k=self.adaptive or self.reveal_k,

@@ -233,7 +233,7 @@ class Probe(Mapping):
     def __contains__(self, name: object) -> bool:
         if isinstance(name, str) and name in self._names:
             return True  # a declared hyperparameter is always present (its value is not read)
-        self[name]  # type: ignore[index] - refuses the undeclared name
+        self[name]  # refuses the undeclared name
         return True  # pragma: no cover - the line above raises
 
     def __iter__(self) -> Iterator[str]:

@@ -284,9 +284,10 @@ class PrivateTuner:
         if self._certificate is None and self.pipeline:
             from ..selection.pipeline import certify_pipeline
 
-            final = self.final
+            final, base = self.final, self._privacy.base
+            assert isinstance(base, (Mechanism, PrivacyProfile))  # a pipeline needs a fixed privacy (checked in __init__)
             self._certificate = certify_pipeline(
-                self._privacy.base, self.k, self.delta, final=None if final is None else final.privacy,
+                base, self.k, self.delta, final=None if final is None else final.privacy,
                 tuning_rate=self.tuning_rate, final_data="full" if final is None else final.data,
                 accountant=self.accountant, **self.accountant_options)
         if self._certificate is None and self.search is not None:
@@ -306,6 +307,7 @@ class PrivateTuner:
         if family is None:
             family = self.k.with_mean  # the same law (same eta, same n) at another mean
         base = self._privacy.base
+        assert isinstance(base, (Mechanism, PrivacyProfile))  # fixed privacy per run (checked above)
         options = {} if isinstance(base, PrivacyProfile) else {"accountant": self.accountant, **self.accountant_options}
         min_mean = 1.0 + 1e-9 if self.k.min_k >= 1 else 1e-3  # K >= 1 (TNB laws): mean > 1
         mean = calibrate_k_mean(base, target_epsilon, self.delta, family=family, min_mean=min_mean, **options)

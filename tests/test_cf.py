@@ -10,8 +10,8 @@ from scipy import integrate, stats
 
 import privselect as ps
 from privselect.accounting.cf import MIN_DELTA, CFAccountant, cf_profile
+from privselect.accounting.gaussian import gaussian_delta, gaussian_epsilon
 from privselect.accounting.plrv import UnsupportedMechanismError
-from privselect.accounting.profile import gaussian_delta, gaussian_epsilon
 
 
 def assert_bracket(lower, upper, exact, rel_width, abs_slack=0.0):

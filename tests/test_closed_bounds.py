@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import privselect as ps
 from privselect.accounting.closed import ClosedBounds
-from privselect.accounting.profile import gaussian_delta
+from privselect.accounting.gaussian import gaussian_delta
 
 
 def _closed(m):

@@ -9,8 +9,9 @@ from hypothesis import given, settings, strategies as st
 from scipy import optimize, stats
 
 import privselect as ps
+from privselect.accounting.gaussian import gaussian_delta, gaussian_epsilon
 from privselect.accounting.plrv import UnsupportedMechanismError
-from privselect.accounting.profile import CertificationError, gaussian_delta, gaussian_epsilon
+from privselect.accounting.profile import CertificationError
 from privselect.accounting.prv import PRVAccountant, PRVCurve, prv_profile
 
 EPS_GRID = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0, 5.0])

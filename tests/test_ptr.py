@@ -18,7 +18,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import privselect as ps
-from privselect.accounting.profile import gaussian_delta
+from privselect.accounting.gaussian import gaussian_delta
 from privselect.apps.ptr import (
     BOTTOM,
     AdaOPSRegressor,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from privselect.accounting.profile import gaussian_delta
+from privselect.accounting.gaussian import gaussian_delta
 from privselect.apps.ptr import (
     AdaOPSRegressor,
     NonPrivateRidge,

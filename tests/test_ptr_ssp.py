@@ -12,7 +12,7 @@ from scipy import special, stats
 from threadpoolctl import threadpool_limits
 
 import privselect as ps
-from privselect.accounting.profile import gaussian_delta
+from privselect.accounting.gaussian import gaussian_delta
 from privselect.apps.ptr import (
     AdaSSPRegressor,
     AdaSSPWangRegressor,

@@ -15,17 +15,26 @@ from __future__ import annotations
 from typing import Any
 
 from ..mechanisms import Mechanism
-from .base import (ACCOUNTANTS, Accountant, UnsupportedMechanismError, accountant_names, get_accountant,
-                   register_accountant)
-from .profile import CertificationError, ErrorBudget, PrivacyProfile, gaussian_delta, gaussian_epsilon, gdp_profile
 # The registry: importing an accountant's package registers its Accountant subclass
 # (@register_accountant in <package>/accountant.py). A new accountant is one folder plus one line here.
-from . import prv as _prv  # noqa: F401  (registers "prv")
-from . import cf as _cf  # noqa: F401  (registers "cf")
-from . import rdp as _rdp  # noqa: F401  (registers "rdp")
-from . import exact as _exact  # noqa: F401  (registers "exact")
-from . import pld as _pld  # noqa: F401  (registers "pld")
-from . import auto as _auto  # noqa: F401  (registers "auto")
+from . import (
+    auto as _auto,  # noqa: F401  (registers "auto")
+    cf as _cf,  # noqa: F401  (registers "cf")
+    exact as _exact,  # noqa: F401  (registers "exact")
+    pld as _pld,  # noqa: F401  (registers "pld")
+    prv as _prv,  # noqa: F401  (registers "prv")
+    rdp as _rdp,  # noqa: F401  (registers "rdp")
+)
+from .base import (
+    ACCOUNTANTS,
+    Accountant,
+    UnsupportedMechanismError,
+    accountant_names,
+    get_accountant,
+    register_accountant,
+)
+from .gaussian import gaussian_delta, gaussian_epsilon
+from .profile import CertificationError, ErrorBudget, PrivacyProfile, gdp_profile
 
 __all__ = [
     "privacy_profile",

@@ -32,7 +32,8 @@ from scipy import optimize
 
 from .. import _validation as check
 from ..accounting import get_accountant, privacy_profile
-from ..accounting.profile import CertificationError, PrivacyProfile, gaussian_epsilon
+from ..accounting.gaussian import gaussian_epsilon
+from ..accounting.profile import CertificationError, PrivacyProfile
 from ..mechanisms import Mechanism, dpsgd
 from .bounds.cor62 import Cor62Thresholds, cor62_thresholds, meets_thresholds
 from .certify import FAMILIES, RELEASE_ALL, certify

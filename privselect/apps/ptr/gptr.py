@@ -38,7 +38,8 @@ import numpy as np
 from scipy import special
 
 from ... import _validation as check
-from ...accounting.profile import gaussian_delta, gdp_profile
+from ...accounting.gaussian import gaussian_delta
+from ...accounting.profile import gdp_profile
 from ...mechanisms import ApproxDP, Gaussian, Laplace
 
 __all__ = [

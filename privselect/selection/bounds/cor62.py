@@ -25,7 +25,8 @@ from scipy import optimize
 
 from ... import _validation as check
 from ...accounting import privacy_profile
-from ...accounting.profile import PrivacyProfile, gaussian_delta, gaussian_epsilon
+from ...accounting.gaussian import gaussian_delta, gaussian_epsilon
+from ...accounting.profile import PrivacyProfile
 from ...mechanisms import Mechanism
 from ..distributions import TruncatedNegativeBinomial
 from .registry import register_bound, unsupported_reason

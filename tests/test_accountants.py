@@ -222,6 +222,7 @@ def test_auto_keeps_one_best_curve_per_neighbouring_direction():
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(noise=st.floats(0.7, 3.0), rate=st.floats(1e-3, 0.2), steps=st.integers(30, 400),
        log_delta=st.floats(-11.0, -3.0))
+@pytest.mark.slow
 def test_auto_leaves_undecisive_directions_unrefined_without_changing_the_bracket(noise, rate, steps, log_delta):
     """MinProfile refines a later direction only where it can decide the max over directions, and a
     member that provably cannot (its upper delta at the earlier directions' certified lower eps is
@@ -250,6 +251,7 @@ def test_every_entry_point_defaults_to_the_auto_accountant():
 # -- the corners: auto is as tight as its best member (certified values only) -------------------------
 
 
+@pytest.mark.slow
 def test_auto_small_delta_subsampled_gaussian_matches_cf_certified_end():
     """560 steps of Gaussian(1.1415) at q = 0.0017, delta = 1.0142e-14 (a held-out sweep case): the
     capped CF inside auto left [0.14, 1.75] and auto answered 1.7485; CF alone certifies
@@ -308,6 +310,7 @@ def test_auto_delta_of_subsampled_randomized_response_is_the_exact_value():
     assert lower <= exact * (1 + 1e-9) and exact * (1 - 1e-9) <= upper <= exact * 1.01
 
 
+@pytest.mark.slow
 def test_auto_one_step_of_a_low_noise_subsampled_gaussian_matches_the_pld():
     """Gaussian(0.1) at q = 0.001, one step: delta(1) was 0.00423 against 0.0010000. References:
     dp-accounting's PLD (add-or-remove) at mesh 1e-5, optimistic and pessimistic (connect-the-dots)."""

@@ -323,6 +323,7 @@ def test_auto_one_step_of_a_low_noise_subsampled_gaussian_matches_the_pld():
     assert lower <= refs[1]
 
 
+@pytest.mark.slow
 def test_auto_dpsgd_profile_has_no_seam_and_equals_its_best_member():
     """DP-SGD (sigma 1.1, q = 256/60000, 60 epochs) delta(eps) on eps in [0, 10]: non-increasing, and
     within 1% of the best certified member at every point (before: a 6-11x kink at eps ~ 4.3 where the

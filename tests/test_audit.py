@@ -246,6 +246,7 @@ def test_auditor_catches_a_tuner_that_leaks_non_winning_scores(k, sigma):
     assert leaky.violates(cert) and leaky.epsilon_lower > cert + 0.5
 
 
+@pytest.mark.slow
 def test_real_leaky_tuner_has_the_simulated_law_and_is_caught():
     k, delta, sigma = ps.Geometric(mean=30), 1e-2, 3.0
     tuner = LeakyTuner(make_train(sigma), {"j": ps.space.Choice([0])}, ps.Gaussian(sigma), k, delta,

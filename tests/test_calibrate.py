@@ -43,6 +43,7 @@ def test_one_run_noise_is_sound_and_tight_from_001_to_100(target):
 
 
 @pytest.mark.parametrize("target", [0.01, 1.0, 10.0, 100.0])
+@pytest.mark.slow
 def test_tuning_noise_with_geometric_k_is_sound_and_tight_from_001_to_100(target):
     k = ps.Geometric(mean=10)
     schedule = {"sample_rate": 0.01, "steps": 500}

@@ -72,6 +72,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validation as check
+from ..accounting.base import Accountant
 from ..accounting.profile import PrivacyProfile
 from ..errors import PrivateStudyError
 from ..mechanisms import Gaussian, Laplace, Mechanism
@@ -465,8 +466,7 @@ class PrivateStudy:
                  adaptive: bool = False, reveal_k: bool = False, storage: Any = None, n_jobs: int = 1,
                  backend: str = "loky", progress: bool = False, score_noise: Gaussian | Laplace | None = None,
                  base_epsilon: float | None = None, privacy_space: Mapping[str, Distribution] | None = None,
-                 release: str = "refuse", accountant: str = "auto",
-                 accountant_options: dict[str, Any] | None = None, final: FinalRun | None = None,
+                 release: str = "refuse", accountant: str | Accountant = "auto", final: FinalRun | None = None,
                  pruner: Any = None, directions: Any = None, isolate: bool = False,
                  search: AdaptiveSearch | None = None, search_space: Mapping[str, Any] | None = None):
         optuna = _optuna()
@@ -491,7 +491,7 @@ class PrivateStudy:
             )
         self.delta = check.delta_scalar("delta", delta)
         self.study_name, self.adaptive, self.reveal_k = study_name, bool(adaptive), bool(reveal_k)
-        self.accountant, self.accountant_options = accountant, dict(accountant_options or {})
+        self.accountant = accountant
         if privacy_space is not None:
             privacy_space = dict(validate_space(privacy_space))
         elif callable(privacy) and not isinstance(privacy, (Mechanism, PrivacyProfile)):
@@ -587,11 +587,10 @@ class PrivateStudy:
             base = self._privacy.base
             assert isinstance(base, (Mechanism, PrivacyProfile))  # final= needs a fixed privacy (checked in __init__)
             self._certificate = certify_pipeline(base, self.k, self.delta, final=self.final.privacy,
-                                                 accountant=self.accountant, **self.accountant_options)
+                                                 accountant=self.accountant)
         if self._certificate is None:
             self._certificate = self._privacy.certificate(self.k, self.delta, reveal_k=self.adaptive or self.reveal_k,
-                                                          accountant=self.accountant,
-                                                          accountant_options=self.accountant_options)
+                                                          accountant=self.accountant)
         return self._certificate
 
     def __getattr__(self, name: str):
@@ -608,7 +607,7 @@ class PrivateStudy:
         raise TypeError(f"{_NO_TRIALS}. optuna.visualization cannot plot a private study for the same reason")
 
     def _candidate_check(self):
-        return self._privacy.candidate_check(self.k, self.delta, self.accountant, self.accountant_options)
+        return self._privacy.candidate_check(self.k, self.delta, self.accountant, None)
 
     def optimize(self, objective: Callable[[PrivateTrial], Any], n_trials: Any = None, timeout: Any = None,
                  **optuna_options: Any) -> PrivateStudyResult:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ..accounting.average import HyperparameterMixture
+from ..accounting.base import Accountant
 from ..accounting.profile import PrivacyProfile
 from ..errors import CandidatePrivacyError
 from ..mechanisms import Gaussian, Laplace, Mechanism, compose
@@ -84,7 +85,7 @@ class RunPrivacy:
             return self.privacy
         return self.with_score_noise(self.privacy)
 
-    def certificate(self, k: KDistribution, delta: float, *, reveal_k: bool = False, accountant: str = "auto",
+    def certificate(self, k: KDistribution, delta: float, *, reveal_k: bool = False, accountant: str | Accountant = "auto",
                     accountant_options: Mapping[str, Any] | None = None) -> Certificate:
         """The certificate of the whole selection; depends on the declarations only, never on data."""
         options = dict(accountant_options or {})
@@ -109,8 +110,8 @@ class RunPrivacy:
             return certify(base, k, delta, accountant=accountant, base_epsilon=self.base_epsilon, **options)
         return certify(base, k, delta, accountant=accountant, **options)
 
-    def candidate_check(self, k: KDistribution, delta: float, accountant: str,
-                        accountant_options: Mapping[str, Any] | None) -> "CandidateCheck | None":
+    def candidate_check(self, k: KDistribution, delta: float, accountant: str | Accountant,
+                        accountant_options: Mapping[str, Any] | None) -> CandidateCheck | None:
         """With callable privacy: the check each candidate's actual params must pass (else None)."""
         if not self.depends_on_params:
             return None
@@ -233,7 +234,7 @@ class _Cor62Check(CandidateCheck):
     """Refuse a candidate above the Cor. 6.2 thresholds."""
 
     thresholds: Any = None
-    accountant: str = "auto"
+    accountant: str | Accountant = "auto"
     options: dict = field(default_factory=dict)
 
     def problem(self, params: Mapping[str, Any], complete: bool = True) -> str | None:
@@ -252,7 +253,7 @@ class _Cor62Check(CandidateCheck):
                 "base_epsilon.")
 
 
-def k_released_certificate(base: Mechanism, k: KDistribution, delta: float, accountant: str,
+def k_released_certificate(base: Mechanism, k: KDistribution, delta: float, accountant: str | Accountant,
                            options: dict[str, Any]) -> Certificate:
     """Certificate when K is released: ``certify(..., bound="mixture")`` (the K-mixture bound,
     [`privselect.selection.bounds.mixture`][privselect.selection.bounds.mixture])."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _validation as check
+from ..accounting.base import Accountant
 from ..accounting.profile import PrivacyProfile
 from ..mechanisms import Gaussian, Laplace, Mechanism
 from ..selection.calibrate import calibrate_k_mean
@@ -203,15 +204,15 @@ class PrivateTuner:
         certified by ``ps.certify_adaptive`` (DP-HyPO, docs/adaptive.md). Sequential (n_jobs=1), K not
         revealed, no final run or subsample.
     accountant
-        the accountant ``certify`` builds the base profile with; ``accountant_options``
-        are passed to it.
+        the accountant ``certify`` builds the base profile with: a registered name, or a configured
+        `Accountant` (``ps.get_accountant("prv", eps_error=1e-2)``) that carries its options.
     """
 
     def __init__(self, train: Callable[..., Any], search_space: SearchSpace, privacy: Any, k: KDistribution,
                  delta: float, *, direction: str = "maximize", seed: int | None = None, n_jobs: int = 1,
                  backend: str = "loky", progress: bool = False, score_noise: Gaussian | Laplace | None = None,
                  base_epsilon: float | None = None, reveal_k: bool = False, release: str = "refuse",
-                 accountant: str = "auto", accountant_options: dict[str, Any] | None = None,
+                 accountant: str | Accountant = "auto",
                  final: FinalRun | None = None, tuning_rate: float = 1.0,
                  split: Callable[[Any, Any], Any] | None = None, isolate: bool = False,
                  search: AdaptiveSearch | None = None) -> None:
@@ -232,7 +233,6 @@ class PrivateTuner:
         if self.reveal_k and not isinstance(privacy, Mechanism):
             raise ValueError("reveal_k=True composes the base run: privacy must be a Mechanism")
         self.accountant = accountant
-        self.accountant_options = dict(accountant_options or {})
         self._certificate: Certificate | None = None
         self.final, self.tuning_rate = final, tuning_rate_of(tuning_rate)
         self.split = split_records if split is None else split
@@ -289,14 +289,13 @@ class PrivateTuner:
             self._certificate = certify_pipeline(
                 base, self.k, self.delta, final=None if final is None else final.privacy,
                 tuning_rate=self.tuning_rate, final_data="full" if final is None else final.data,
-                accountant=self.accountant, **self.accountant_options)
+                accountant=self.accountant)
         if self._certificate is None and self.search is not None:
             self._certificate = adaptive_certificate(self.search, self._privacy, self.search_space, self.k,
                                                      self.delta)
         if self._certificate is None:
             self._certificate = self._privacy.certificate(self.k, self.delta, reveal_k=self.reveal_k,
-                                                          accountant=self.accountant,
-                                                          accountant_options=self.accountant_options)
+                                                          accountant=self.accountant)
         return self._certificate
 
     def calibrate(self, target_epsilon: float, family: Callable[[float], KDistribution] | None = None) -> PrivateTuner:
@@ -308,7 +307,7 @@ class PrivateTuner:
             family = self.k.with_mean  # the same law (same eta, same n) at another mean
         base = self._privacy.base
         assert isinstance(base, (Mechanism, PrivacyProfile))  # fixed privacy per run (checked above)
-        options = {} if isinstance(base, PrivacyProfile) else {"accountant": self.accountant, **self.accountant_options}
+        options: dict[str, Any] = {} if isinstance(base, PrivacyProfile) else {"accountant": self.accountant}
         min_mean = 1.0 + 1e-9 if self.k.min_k >= 1 else 1e-3  # K >= 1 (TNB laws): mean > 1
         mean = calibrate_k_mean(base, target_epsilon, self.delta, family=family, min_mean=min_mean, **options)
         self.k = family(mean)
@@ -318,7 +317,7 @@ class PrivateTuner:
     # -- running ----------------------------------------------------------------------------
 
     def _task(self) -> _TrainerTask:
-        check_candidate = self._privacy.candidate_check(self.k, self.delta, self.accountant, self.accountant_options)
+        check_candidate = self._privacy.candidate_check(self.k, self.delta, self.accountant, None)
         return _TrainerTask(self.train, self.search_space, check_candidate)
 
     def run(self, data: Any) -> TuningResult:
@@ -348,7 +347,7 @@ class PrivateTuner:
 
     def _run_search(self, data: Any):
         """The adaptive search: its state (the released scores so far) lives in this frame only."""
-        check_candidate = self._privacy.candidate_check(self.k, self.delta, self.accountant, self.accountant_options)
+        check_candidate = self._privacy.candidate_check(self.k, self.delta, self.accountant, None)
         task = AdaptiveTask(self.search.start(self.search_space, self.direction),
                             _AdaptiveCandidate(self.train, check_candidate))
         try:

@@ -37,6 +37,7 @@ def _gdp_sigma(target: float, delta: float, steps: int) -> float:
 
 
 @pytest.mark.parametrize("target", [0.01, 0.3, 3.0, 30.0, 100.0])
+@pytest.mark.slow
 def test_one_run_noise_is_sound_and_tight_from_001_to_100(target):
     sigma = ps.calibrate_noise(target, DELTA, **MNIST)
     _assert_sound_and_tight(sigma, target, **MNIST)
@@ -60,6 +61,7 @@ def test_tuning_noise_on_the_mnist_run_is_sound_and_tight():
 
 @pytest.mark.parametrize("k", [ps.Logarithmic(mean=5), ps.TruncatedNegativeBinomial(0.5, mean=5), ps.Poisson(5),
                                ps.Binomial.from_mean(5, 20)], ids=repr)
+@pytest.mark.slow
 def test_every_k_law_is_calibrated_soundly_and_tightly(k):
     schedule = {"sample_rate": 0.02, "steps": 200}
     sigma = ps.calibrate_noise(2.0, 1e-6, **schedule, k=k)

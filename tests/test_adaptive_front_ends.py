@@ -9,7 +9,7 @@ import optuna
 import pytest
 
 import privselect as ps
-from privselect.errors import TrainerContractError
+from privselect.errors import CandidatePrivacyError, TrainerContractError
 from privselect.integrations.optuna import PrivateStudy
 from privselect.tuning.adaptive import AdaptiveRun
 from privselect.tuning.space import Choice, LogUniform
@@ -140,3 +140,26 @@ def test_composition_with_adaptive_true_stays():
                          adaptive=True)
     assert study.certificate.bound == "mixture"
     assert study.certificate.epsilon > _study().certificate.epsilon
+
+
+def test_a_candidate_whose_privacy_leaves_the_declared_law_is_never_trained():
+    calls, trained = {"n": 0, "drift": False}, []
+
+    def drifting_privacy(params):  # declares sigma in {2, 4}, then answers a weaker run
+        calls["n"] += 1
+        return ps.Gaussian(0.5 if calls["drift"] else params["sigma"])
+
+    def train(params, data, rng):
+        trained.append(params)
+        return 1.0
+
+    space = {"lr": LogUniform(1e-4, 1.0), "sigma": Choice([2.0, 4.0])}
+    tuner = ps.PrivateTuner(train, space, drifting_privacy, ps.Geometric(mean=8), 1e-5, seed=1,
+                            search=ps.AdaptiveSearch(model="gp", density_ratio=(2.0, 0.75), grid=8))
+    tuner.certificate
+    calls["drift"] = True
+    with pytest.raises(CandidatePrivacyError, match="0.5"):  # dry_run names the problem
+        tuner.dry_run(0.0)
+    with pytest.raises(ps.AllRunsFailedError):  # inside the selection each such run scores worst, untrained
+        tuner.run(0.0)
+    assert trained == []

@@ -1047,7 +1047,7 @@ class _LoudPickle:
 
     def __reduce__(self):
         print(f"{MARK}{self.value!r}")
-        warnings.warn(f"{MARK}{self.value!r}")
+        warnings.warn(f"{MARK}{self.value!r}", stacklevel=1)
         return (_LoudPickle, (self.value,))
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from .. import _validation as check
 from ..accounting.base import Accountant
 from ..accounting.profile import PrivacyProfile
+from ..errors import CandidatePrivacyError
 from ..mechanisms import Gaussian, Laplace, Mechanism
 from ..selection.calibrate import calibrate_k_mean
 from ..selection.certify import Certificate

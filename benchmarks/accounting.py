@@ -53,8 +53,8 @@ import argparse
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import privselect as ps
 from tests.support.peers import Part, pld_of_parts, wor_rr_pld

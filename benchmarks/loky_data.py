@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 import privselect as ps
-from privselect.tuning.space import Uniform
 from privselect.tuning.backends import JoblibBackend, register_backend
+from privselect.tuning.space import Uniform
 from tests.support.timing import best_of
 
 SIZES_MB = (6.4, 64.0)

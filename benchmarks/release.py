@@ -112,6 +112,7 @@ def isolation() -> None:
 def opacus_isolation() -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
     import opacus_digits as example
+
     from privselect.tuning.space import Choice, LogUniform
 
     data, _ = example.load_data()

@@ -29,8 +29,8 @@ import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
 import privselect as ps  # noqa: E402
-from privselect.tuning.space import Uniform  # noqa: E402
 from privselect.tuning import PrivateTuner  # noqa: E402
+from privselect.tuning.space import Uniform  # noqa: E402
 from tests.support.scaleout import cpu_bound_trainer, large_output_trainer, trivial_trainer  # noqa: E402
 from tests.support.timing import best_of  # noqa: E402
 
@@ -129,7 +129,7 @@ def main() -> None:
     rows = backend_rows()
     seq_s = rows[0][1]
     print(f"\n{CPU_RUNS} CPU-bound runs ({CPU_STEPS} steps of tanh(X X^T), 120x120):")
-    print(f"| backend | wall time (warm) | speed-up | start-up (once) | overhead per run | same winner |")
+    print("| backend | wall time (warm) | speed-up | start-up (once) | overhead per run | same winner |")
     print("|---|---|---|---|---|---|")
     for name, warm_s, start_s, per_run_ms, score in rows:
         same = "yes" if score == rows[0][4] else "NO"

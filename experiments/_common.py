@@ -10,8 +10,9 @@ from __future__ import annotations
 import csv
 import math
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -19,8 +19,14 @@ import time
 import numpy as np
 
 import privselect as ps
-from tests.support.peers import (DELTA, dp_accounting_pld, privselect_mechanism, run_dp_accounting_pld,
-                                 run_dp_accounting_rdp, run_prv_accountant)
+from tests.support.peers import (
+    DELTA,
+    dp_accounting_pld,
+    privselect_mechanism,
+    run_dp_accounting_pld,
+    run_dp_accounting_rdp,
+    run_prv_accountant,
+)
 from tests.support.timing import best_of
 
 from . import _common as c

@@ -38,7 +38,6 @@ from .accounting import privacy_profile
 from .accounting.profile import ErrorBudget, PrivacyProfile
 from .mechanisms import Mechanism, NeighbouringRelation
 
-
 __all__ = ["QUOTED_FPRS", "Risk", "RiskTarget", "risk", "tuning_profile", "tuning_profiles"]
 
 #: The false-positive rates people quote (the report's table).

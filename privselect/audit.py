@@ -44,8 +44,9 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from scipy import stats

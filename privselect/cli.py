@@ -14,11 +14,11 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from . import __version__
-from . import _validation as check
+from . import __version__, _validation as check
 
 #: The DP-SGD example of the docs: batch 256 of 60000, noise multiplier 1.1, 60 epochs, delta 1e-5.
 DEFAULT_NOISE_MULTIPLIER = 1.1

@@ -33,8 +33,8 @@ import enum
 import functools
 import math
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from . import _validation as check
 
@@ -69,7 +69,7 @@ class NeighbouringRelation(str, enum.Enum):
         return f"NeighbouringRelation.{self.name}"
 
     @classmethod
-    def parse(cls, value: object) -> "NeighbouringRelation":
+    def parse(cls, value: object) -> NeighbouringRelation:
         """A relation from itself or its name ("add_remove", "replace_one"); ValueError otherwise."""
         if isinstance(value, cls):
             return value
@@ -124,27 +124,27 @@ class Mechanism:
         """The neighbouring relation this description's privacy is stated for."""
         return ADD_REMOVE
 
-    def under_replace_one(self) -> "Mechanism":
+    def under_replace_one(self) -> Mechanism:
         """This mechanism described under replace-one neighbours (itself if it already is)."""
         if self.relation is REPLACE_ONE:
             return self
         raise ValueError(f"{type(self).__name__} has no replace-one description; describe it with "
                          "relation='replace_one'")
 
-    def poisson_subsample(self, rate: float) -> "PoissonSubsampled":
+    def poisson_subsample(self, rate: float) -> PoissonSubsampled:
         """Run this mechanism on a Poisson subsample with inclusion probability ``rate``."""
         return PoissonSubsampled(self, rate)
 
-    def sample_without_replacement(self, rate: float) -> "SampledWithoutReplacement":
+    def sample_without_replacement(self, rate: float) -> SampledWithoutReplacement:
         """Run this mechanism on a uniformly random subset of size ``rate * n``."""
         return SampledWithoutReplacement(self, rate)
 
-    def compose(self, k: int) -> "Composition":
+    def compose(self, k: int) -> Composition:
         """k-fold (adaptive) self-composition."""
         k = check.positive_int("k", k)
         return Composition(((self, k),))
 
-    def components(self) -> Iterator[tuple["Mechanism", int]]:
+    def components(self) -> Iterator[tuple[Mechanism, int]]:
         """The distinct (mechanism, count) pairs this mechanism composes."""
         yield self, 1
 
@@ -172,7 +172,7 @@ class Gaussian(Mechanism):
         object.__setattr__(self, "sensitivity", check.positive("sensitivity", self.sensitivity))
         _relation_field(self)
 
-    def under_replace_one(self) -> "Gaussian":
+    def under_replace_one(self) -> Gaussian:
         """Same noise, replace-one sensitivity 2 x sensitivity: noise multiplier halved (mu doubled)."""
         if self.relation is REPLACE_ONE:
             return self
@@ -197,7 +197,7 @@ class Laplace(Mechanism):
         object.__setattr__(self, "sensitivity", check.positive("sensitivity", self.sensitivity))
         _relation_field(self)
 
-    def under_replace_one(self) -> "Laplace":
+    def under_replace_one(self) -> Laplace:
         """Same noise, replace-one sensitivity 2 x sensitivity: scale halved (epsilon doubled)."""
         if self.relation is REPLACE_ONE:
             return self
@@ -220,7 +220,7 @@ class RandomizedResponse(Mechanism):
         object.__setattr__(self, "p", check.open_unit("p", self.p))
         _relation_field(self)
 
-    def under_replace_one(self) -> "RandomizedResponse":
+    def under_replace_one(self) -> RandomizedResponse:
         """Group privacy of size 2: randomized response at twice the epsilon, p' = p^2 / (p^2 + (1-p)^2)."""
         if self.relation is REPLACE_ONE:
             return self
@@ -244,7 +244,7 @@ class PureDP(Mechanism):
         object.__setattr__(self, "epsilon", check.nonnegative("epsilon", self.epsilon))
         _relation_field(self)
 
-    def under_replace_one(self) -> "PureDP":
+    def under_replace_one(self) -> PureDP:
         """Group privacy of size 2: 2 epsilon."""
         return self if self.relation is REPLACE_ONE else PureDP(2 * self.epsilon, REPLACE_ONE)
 
@@ -265,7 +265,7 @@ class ApproxDP(Mechanism):
         object.__setattr__(self, "delta", d)
         _relation_field(self)
 
-    def under_replace_one(self) -> "ApproxDP":
+    def under_replace_one(self) -> ApproxDP:
         """Group privacy of size 2 (Dwork, Roth 2014, Thm 2.2 / Vadhan 2017, Lemma 2.2):
         (2 epsilon, (1 + e^epsilon) delta), capped below 1."""
         if self.relation is REPLACE_ONE:
@@ -375,20 +375,20 @@ class Composition(Mechanism):
     def relation(self) -> NeighbouringRelation:
         return self.parts[0][0].relation
 
-    def under_replace_one(self) -> "Composition":
+    def under_replace_one(self) -> Composition:
         return Composition(tuple((m.under_replace_one(), c) for m, c in self.parts))
 
-    def compose(self, k: int) -> "Composition":
+    def compose(self, k: int) -> Composition:
         k = check.positive_int("k", k)
         return Composition(tuple((m, c * k) for m, c in self.parts))
 
     def components(self) -> Iterator[tuple[Mechanism, int]]:
         yield from self.parts
 
-    def poisson_subsample(self, rate: float) -> "PoissonSubsampled":
+    def poisson_subsample(self, rate: float) -> PoissonSubsampled:
         raise ValueError("poisson_subsample applies to one step; subsample each step, then compose")
 
-    def sample_without_replacement(self, rate: float) -> "SampledWithoutReplacement":
+    def sample_without_replacement(self, rate: float) -> SampledWithoutReplacement:
         raise ValueError("sample_without_replacement applies to one step; subsample each step, then compose")
 
     @property

@@ -21,7 +21,6 @@ import numpy as np
 from .attack_risk import QUOTED_FPRS, Risk, risk
 from .mechanisms import Mechanism
 
-
 __all__ = ["RISK_BASELINE", "Report", "report_html", "report_text"]
 
 #: The reconstruction baseline the report quotes (an attacker who, without the record, rebuilds it 1 in 1000).

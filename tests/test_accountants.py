@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import privselect as ps
-from privselect.accounting import Accountant, UnsupportedMechanismError, get_accountant, accountant_names
+from privselect.accounting import Accountant, UnsupportedMechanismError, accountant_names, get_accountant
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,7 @@ Opacus's ``get_noise_multiplier`` on the same run.
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from scipy import optimize
 
 import privselect as ps

@@ -8,7 +8,7 @@ import pytest
 from scipy import optimize, stats
 
 import privselect as ps
-from privselect.selection import cor62_thresholds, calibrate_k_mean, meets_thresholds
+from privselect.selection import calibrate_k_mean, cor62_thresholds, meets_thresholds
 
 dp_accounting = pytest.importorskip("dp_accounting")
 from dp_accounting.dp_event import RepeatAndSelectDpEvent  # noqa: E402  (not exported at top level)

@@ -3,7 +3,6 @@ against closed forms, exact enumeration and peers."""
 
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 

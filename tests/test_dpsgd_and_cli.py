@@ -49,8 +49,8 @@ def test_bad_hyperparameters(param, value):
 
 def test_make_dpsgd_trainer_refuses_privacy_hyperparameters_in_the_space():
     from privselect.apps.dpsgd import make_dpsgd_trainer
-    from privselect.tuning.space import Choice
     from privselect.tuning import TrainerContractError
+    from privselect.tuning.space import Choice
 
     with pytest.raises(ValueError, match="classes"):
         make_dpsgd_trainer(1.0, 0.1, classes=None)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from tests.support.soundness import Case, small_k_epsilon
 from privselect.accounting import CertificationError
+from tests.support.soundness import Case, small_k_epsilon
 
 
 def certified_epsilon(mechanism, delta):

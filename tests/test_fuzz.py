@@ -19,16 +19,15 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 from scipy import stats
 
 import privselect as ps
-from privselect import audit as A
-from privselect import cli
+from privselect import audit as A, cli
 from privselect.selection import calibrate, rnm
 from tests.support import audit as S
 from tests.support.timing import CALL_SECONDS, bounded
+
 
 def attempt(fn, *names, seconds: float = CALL_SECONDS):
     """(True, value) or (False, exc) for a ValueError/TypeError whose message names a parameter."""

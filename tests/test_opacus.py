@@ -16,8 +16,8 @@ import torch
 import privselect as ps
 from privselect.integrations import opacus as ps_opacus
 from privselect.integrations.optuna import PrivateStudy
-from privselect.tuning.space import Choice, LogUniform
 from privselect.tuning import AllRunsFailedError, PrivateTuner, RandomnessLeakError
+from privselect.tuning.space import Choice, LogUniform
 
 ROOT = Path(__file__).resolve().parents[1]
 DELTA = 1e-5

@@ -217,8 +217,8 @@ def test_objective_signature_and_return_are_checked():
 
 
 def test_callable_privacy_in_a_study_needs_and_checks_its_space():
-    from privselect.tuning.space import Choice
     from privselect.tuning import PrivateTuner, TrainerContractError
+    from privselect.tuning.space import Choice
 
     privacy = lambda p: ps.Gaussian(p["sigma"])  # noqa: E731
     with pytest.raises(ValueError, match="privacy_space"):

@@ -7,8 +7,8 @@ import pytest
 
 import privselect as ps
 from privselect.accounting import rdp
-from privselect.selection.pipeline import PIPELINE_ORDERS, pipeline_rdp_epsilon, poisson_subsampled_rdp
 from privselect.selection.bounds.rdp import selection_rdp_curve
+from privselect.selection.pipeline import PIPELINE_ORDERS, pipeline_rdp_epsilon, poisson_subsampled_rdp
 
 RUN = ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(3000)
 K = ps.Geometric(mean=10)

@@ -21,16 +21,16 @@ import privselect as ps
 from privselect.accounting.gaussian import gaussian_delta
 from privselect.apps.ptr import (
     BOTTOM,
+    OPSPTR,
     AdaOPSRegressor,
     AdaSSPRegressor,
     GaussianBound,
     GeneralizedPTR,
     LaplaceBound,
+    LiuTalwarCertificate,
     NonPrivateRidge,
-    OPSPTR,
     OPSPTRRegressor,
     OPSRegressor,
-    LiuTalwarCertificate,
     OutputPerturbationRegressor,
     PrivateRegressorSelection,
     TunedOPSPTRRegressor,

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import special, stats
+from scipy import stats
 from threadpoolctl import threadpool_limits
 
 import privselect as ps

@@ -39,11 +39,17 @@ import privselect as ps
 from privselect.apps.dpsgd import DPSGDClassifier, dpsgd_steps, make_dpsgd_trainer
 from privselect.errors import CandidatePrivacyError, WorkerLossError
 from privselect.integrations.optuna import PrivateStudy, PrivateStudyError
-from privselect.tuning.space import Choice, LogUniform, Uniform
 from privselect.tuning import AllRunsFailedError, PrivateTuner, RandomnessLeakError
 from privselect.tuning.backends import register_backend
-from tests.support.leaks import (AlwaysLostBackend, CollectingHandler, files_holding, kill_tuner_mid_run,
-                                 remove_leftovers, traceback_leaks)
+from privselect.tuning.space import Choice, LogUniform, Uniform
+from tests.support.leaks import (
+    AlwaysLostBackend,
+    CollectingHandler,
+    files_holding,
+    kill_tuner_mid_run,
+    remove_leftovers,
+    traceback_leaks,
+)
 
 NOISE, RATE, EPOCHS = 1.0, 0.1, 2
 CLASSES = tuple(range(10))

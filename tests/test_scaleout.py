@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from privselect.tuning.space import Uniform
 from privselect.tuning import PrivateTuner, WorkerLossError, backends
 from privselect.tuning.engine import RunSeeds, _stream_runs
+from privselect.tuning.space import Uniform
 from tests.support import scaleout as trainers
 
 BASE = ps.Gaussian(4.0)

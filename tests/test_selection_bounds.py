@@ -1,6 +1,5 @@
 """KRW selection bounds against closed forms, the paper's corollaries and exact computations."""
 
-import importlib
 import math
 
 import numpy as np

@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 import privselect as ps
-from privselect.tuning.space import Choice, IntUniform, LogUniform, Uniform
 from privselect.tuning import AllRunsFailedError, CandidatePrivacyError, PrivateTuner, TrainerContractError
+from privselect.tuning.space import Choice, IntUniform, LogUniform, Uniform
 
 BASE = ps.Gaussian(4.0)
 SPACE = {"x": Uniform(0.0, 1.0), "c": Choice(["a", "b"]), "n": IntUniform(1, 5), "lr": LogUniform(1e-3, 1.0)}

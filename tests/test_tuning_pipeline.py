@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from privselect.tuning import space
 from privselect.selection.pipeline import certify_pipeline
-from privselect.tuning import FinalRunFailedError, RandomnessLeakError
+from privselect.tuning import FinalRunFailedError, space
 
 RUN = ps.Gaussian(2.0).poisson_subsample(0.05).compose(100)
 K = ps.Geometric(mean=4)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..mechanisms import Mechanism
+
 # The registry: importing an accountant's package registers its Accountant subclass
 # (@register_accountant in <package>/accountant.py). A new accountant is one folder plus one line here.
 from . import (

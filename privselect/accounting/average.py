@@ -17,8 +17,8 @@ from certified profiles; [`HyperparameterMixture`][privselect.accounting.average
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

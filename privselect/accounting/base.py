@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from ..mechanisms import Mechanism
 from .plrv import UnsupportedMechanismError

@@ -30,13 +30,21 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
-from ..mechanisms import (ApproxDP, Gaussian, Laplace, Mechanism, PoissonSubsampled, PureDP, RandomizedResponse,
-                          SampledWithoutReplacement)
+from ..mechanisms import (
+    ApproxDP,
+    Gaussian,
+    Laplace,
+    Mechanism,
+    PoissonSubsampled,
+    PureDP,
+    RandomizedResponse,
+    SampledWithoutReplacement,
+)
 from .base import Accountant, UnsupportedMechanismError
 from .profile import DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
 

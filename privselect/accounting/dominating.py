@@ -61,7 +61,6 @@ the input curve at every vertex of the envelope.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
@@ -172,7 +171,7 @@ class DiscreteLoss(PrivacyLoss):
             gain = -np.expm1(np.minimum(e.reshape(-1, 1) - self.locations[None, :], 0.0))
         return (self.inf_mass + (self.primary[None, :] * gain).sum(axis=1)).reshape(e.shape)
 
-    def swapped(self) -> "DiscreteLoss":
+    def swapped(self) -> DiscreteLoss:
         """The loss of the swapped pair (Q, P): ``-L``, primary and secondary exchanged."""
         return DiscreteLoss(-self.locations[::-1], self.secondary[::-1], self.primary[::-1],
                             inf_mass=self.neg_inf_mass, neg_inf_mass=self.inf_mass)
@@ -188,7 +187,7 @@ class DiscreteLoss(PrivacyLoss):
         log_moment = special.logsumexp(flat * logp[None, :] + (1 - flat) * logq[None, :], axis=1)
         return (np.maximum(log_moment, 0.0) / (a.reshape(-1) - 1)).reshape(a.shape)
 
-    def poisson_subsampled(self, rate: float, direction: str) -> "DiscreteLoss":
+    def poisson_subsampled(self, rate: float, direction: str) -> DiscreteLoss:
         """Exact loss of the Poisson-subsampled pair (Zhu, Dong, Wang 2022, Thm 11(1)).
 
         remove: ``(M, Q)`` with ``M = rate P + (1 - rate) Q``, loss ``log(1 - rate + rate e^L)``

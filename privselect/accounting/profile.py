@@ -259,7 +259,7 @@ class PrivacyProfile:
         }
 
 
-def known_error_budget(profile: "PrivacyProfile") -> ErrorBudget:
+def known_error_budget(profile: PrivacyProfile) -> ErrorBudget:
     """``profile.error_budget``, or, where that is infinite because a composite profile (the auto accountant's
     pointwise minimum) leaves out the budgets that cost seconds to compute (CF's reference points), the
     smallest budget of its certified members: the minimum's bracket is no wider than any member's."""
@@ -287,7 +287,7 @@ class ScaledShiftedCurve(DirectionalCurve):
 
     direction = "both"
 
-    def __init__(self, base: "PrivacyProfile", *, scale: float, shift: float = 0.0,
+    def __init__(self, base: PrivacyProfile, *, scale: float, shift: float = 0.0,
                  positive_eps_only: bool = False, label: str = "scale") -> None:
         self.base, self.scale, self.shift, self.positive_eps_only = base, float(scale), float(shift), positive_eps_only
         self.label = label

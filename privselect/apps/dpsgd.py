@@ -41,7 +41,6 @@ from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
 from .. import _validation as check
 from ..mechanisms import Gaussian, Mechanism
-
 from ..tuning.engine import TrainerContractError
 
 __all__ = ["DPSGDClassifier", "DPSGDTrainer", "dpsgd_steps", "make_dpsgd_trainer"]
@@ -164,7 +163,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
 TUNABLE = ("learning_rate", "clip_norm", "epochs", "fit_intercept")
 
 
-def make_dpsgd_trainer(noise_multiplier: float, sampling_rate: float, *, classes: Any) -> "DPSGDTrainer":
+def make_dpsgd_trainer(noise_multiplier: float, sampling_rate: float, *, classes: Any) -> DPSGDTrainer:
     """A ``train(params, data, rng)`` for [`PrivateTuner`][privselect.tuning.tuner.PrivateTuner] (picklable, for process backends).
 
     ``data = (X_train, y_train, X_val, y_val)``; ``classes`` is the public label set;

@@ -24,8 +24,9 @@ asked two or three times, near the answer.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import optimize
@@ -294,7 +295,7 @@ def _bisect_sigma(evaluate: Callable[[float], None], bracket: Callable[[], tuple
     return math.exp(safe)
 
 
-def calibrate_noise(target_epsilon: "float | RiskTarget", delta: float | None = None, *, sample_rate: float | None = None,
+def calibrate_noise(target_epsilon: float | RiskTarget, delta: float | None = None, *, sample_rate: float | None = None,
                     batch_size: int | None = None, dataset_size: int | None = None, steps: int | None = None,
                     epochs: float | None = None, k: KDistribution | None = None, sampling: str = "poisson",
                     bound: str | None = None, accountant: str = "auto") -> float:

@@ -21,8 +21,18 @@ from ..accounting.average import HyperparameterMixture, average_profile
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
 from ..attack_risk import certificate_risk, risk
 from ..mechanisms import Mechanism, NeighbouringRelation, mechanism_from_dict
-from .bounds import (COR62, EPS_Q_RANGE, Cor62Thresholds, all_meet, law_bound, rdp_selection_epsilon,
-                     selection_profile, smallest_cor62_base_epsilon, supports_rdp_selection, unsupported_reason)
+from .bounds import (
+    COR62,
+    EPS_Q_RANGE,
+    Cor62Thresholds,
+    all_meet,
+    law_bound,
+    rdp_selection_epsilon,
+    selection_profile,
+    smallest_cor62_base_epsilon,
+    supports_rdp_selection,
+    unsupported_reason,
+)
 from .distributions import KDistribution, k_from_dict
 
 __all__ = ["Certificate", "certify", "FAMILIES", "RELEASE_ALL", "certify_hyperparameter_mixture", "cor62_certificate"]
@@ -132,7 +142,7 @@ class Certificate:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Certificate":
+    def from_dict(cls, data: dict[str, Any]) -> Certificate:
         """The certificate a [`to_dict`][privselect.selection.certify.Certificate.to_dict] result describes."""
         bound, theorem = data["bound"], data["theorem"]
         return cls(
@@ -144,7 +154,7 @@ class Certificate:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> "Certificate":
+    def from_json(cls, text: str) -> Certificate:
         """The certificate a [`to_json`][privselect.selection.certify.Certificate.to_json] string describes (round-trips exactly)."""
         return cls.from_dict(json.loads(text))
 

@@ -147,7 +147,7 @@ class KDistribution(ABC):
     def _derived(self) -> dict[str, Any]:
         return {"mean": self.mean}
 
-    def with_mean(self, mean: float) -> "KDistribution":
+    def with_mean(self, mean: float) -> KDistribution:
         """The law of the same family (same eta, same n) with mean ``mean`` (for calibration)."""
         raise TypeError(f"{type(self).__name__} has no one-parameter family by mean")
 
@@ -156,7 +156,7 @@ class KDistribution(ABC):
 K_LAWS: dict[str, type] = {}
 
 
-def k_from_dict(data: dict[str, Any]) -> "KDistribution":
+def k_from_dict(data: dict[str, Any]) -> KDistribution:
     """The K law a [`KDistribution.to_dict`][privselect.selection.distributions.KDistribution.to_dict] description describes."""
     try:
         cls = K_LAWS[data["distribution"]]
@@ -225,7 +225,7 @@ class TruncatedNegativeBinomial(KDistribution):
     def _spec_of(self, eta: float, gamma: float, mean: float | None) -> dict[str, Any]:
         return {"eta": eta, **({"mean": _plain(mean)} if mean is not None else {"gamma": gamma})}
 
-    def with_mean(self, mean: float) -> "TruncatedNegativeBinomial":
+    def with_mean(self, mean: float) -> TruncatedNegativeBinomial:
         return TruncatedNegativeBinomial(self.eta, mean=mean)
 
     @property
@@ -398,7 +398,7 @@ class _FixedEta(TruncatedNegativeBinomial):
     def _spec_of(self, eta: float, gamma: float, mean: float | None) -> dict[str, Any]:
         return {"mean": _plain(mean)} if mean is not None else {"gamma": gamma}
 
-    def with_mean(self, mean: float) -> "_FixedEta":
+    def with_mean(self, mean: float) -> _FixedEta:
         return type(self)(mean)
 
 
@@ -438,7 +438,7 @@ class Binomial(KDistribution):
         object.__setattr__(self, "p", check.open_unit("p", self.p))
 
     @classmethod
-    def from_mean(cls, mean: float, n: int) -> "Binomial":
+    def from_mean(cls, mean: float, n: int) -> Binomial:
         """Bin(n, mean/n)."""
         n = check.positive_int("n", n)
         mean = check.positive("mean", mean)
@@ -446,7 +446,7 @@ class Binomial(KDistribution):
             raise ValueError(f"mean must be in (0, n={n}), got {mean!r}")
         return cls(n, mean / n)
 
-    def with_mean(self, mean: float) -> "Binomial":
+    def with_mean(self, mean: float) -> Binomial:
         return Binomial.from_mean(mean, self.n)
 
     @property
@@ -541,5 +541,5 @@ class Poisson(KDistribution):
     def spec(self) -> dict[str, Any]:
         return {"mean": self.mean_}
 
-    def with_mean(self, mean: float) -> "Poisson":
+    def with_mean(self, mean: float) -> Poisson:
         return Poisson(mean)

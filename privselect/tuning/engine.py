@@ -64,8 +64,9 @@ import os
 import pickle
 import sys
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -99,7 +100,7 @@ class RunSeeds:
     globals: np.random.SeedSequence | None = None  # the frameworks' global states during the run
 
     @classmethod
-    def of_run(cls, runs: np.random.SeedSequence, index: int) -> "RunSeeds":
+    def of_run(cls, runs: np.random.SeedSequence, index: int) -> RunSeeds:
         """Run ``index``'s seeds: the ``index``-th child of ``runs`` (as ``runs.spawn`` would give), split in
         three, and a fourth child for the global states (independent of the other three)."""
         child = np.random.SeedSequence(runs.entropy, spawn_key=runs.spawn_key + (index,), pool_size=runs.pool_size)

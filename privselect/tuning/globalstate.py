@@ -21,7 +21,8 @@ import contextlib
 import functools
 import random
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["in_fresh_process", "isolation_supported"]
 

@@ -14,9 +14,9 @@ study's sampler) alone, so whether this check stops the selection does not depen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..accounting.average import HyperparameterMixture
 from ..accounting.base import Accountant

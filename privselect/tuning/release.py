@@ -36,11 +36,12 @@ through the same allowlist, a generator is refused, and nothing outside the allo
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import sys
-import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -8,7 +8,7 @@ no place in a privacy library). The auditor itself is ``privselect.audit``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import integrate, special, stats

@@ -23,8 +23,9 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 

@@ -255,7 +255,7 @@ def small_k_epsilon(case: Case, direction: str, guess: float) -> float:
     return float(optimize.brentq(g, lo, hi, xtol=1e-12, rtol=1e-14))
 
 
-def _adjudicate(case: Case, d: "DirectionResult", adjudicate: bool) -> None:
+def _adjudicate(case: Case, d: DirectionResult, adjudicate: bool) -> None:
     """Resolve a violation or bracket candidate with an exact value (q = 1 is exact already)."""
     if not (d.violation or d.bracket_error) or case.q == 1.0 or case.k > 2 or not adjudicate:
         return

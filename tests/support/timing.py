@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: "Never a hang": every single call of the fuzz tests must return (or raise) within this.
 CALL_SECONDS = 60

@@ -85,8 +85,8 @@ tiny rate, or a small total loss, the certified truncation term can then dominat
 1e-6 .. 1e-1 relative) -- still valid, and tightened by raising ``max_work``.
 """
 
-from .quadrature import MIN_DELTA
-from .curve import CFCurve
 from .accountant import CF, CFAccountant, cf_profile
+from .curve import CFCurve
+from .quadrature import MIN_DELTA
 
 __all__ = ["CFAccountant", "CFCurve", "cf_profile", "MIN_DELTA", "CF"]

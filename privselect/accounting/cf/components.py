@@ -12,8 +12,7 @@ from scipy import special
 
 from ...errors import UnsupportedMechanismError
 from ...mechanisms import Mechanism
-from ..plrv import (DirectedLosses, GaussianLoss, LaplaceLoss, PrivacyLoss, SubsampledLoss, TwoPointLoss,
-                    composed_losses)
+from ..plrv import DirectedLosses, GaussianLoss, LaplaceLoss, PrivacyLoss, SubsampledLoss, TwoPointLoss, composed_losses
 from ..profile import CertificationError
 from .numerics import _EPS, _exp_ratio, _fourier_sum
 from .options import CFOptions

@@ -8,7 +8,7 @@ from ..plrv import PrivacyLoss
 from ..profile import DirectionalCurve, ErrorBudget
 from .numerics import _EPS, _log_c
 from .options import CFOptions
-from .quadrature import _V, MIN_DELTA, _Direction, _convex_argmin
+from .quadrature import _V, MIN_DELTA, _convex_argmin, _Direction
 
 
 class CFCurve(DirectionalCurve):

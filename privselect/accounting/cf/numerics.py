@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 
-
 _EPS = float(np.finfo(float).eps)
 
 _CHUNK = 1 << 21  # elements per temporary (u x nodes, eps x u) array

@@ -17,7 +17,6 @@ from .components import _component
 from .numerics import _EPS, _log_c, _log_expm1_neg, _oscillatory_sum
 from .options import CFOptions
 
-
 _LOG = logging.getLogger(__name__)
 
 #: Smallest delta the CF accountant certifies (relative precision is kept far below this).
@@ -99,7 +98,7 @@ class _Direction:
 
     # -- atoms -------------------------------------------------------------------------------
 
-    def atoms(self) -> "_AtomTable":
+    def atoms(self) -> _AtomTable:
         """Composed atoms (the product of the components' atomic parts), built once."""
         if self._atoms is None:
             # the kept atoms plus one block of the product, ~12 float arrays of them (locations, masses,

@@ -15,8 +15,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ... import _validation as check
 from ...errors import CertificationError, UnsupportedMechanismError
 from ...mechanisms import Mechanism

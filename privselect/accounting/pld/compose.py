@@ -12,8 +12,8 @@ delta_lower = sum_j c~_j w_j(eps) - above - below - fp a lower bound, for the la
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import scipy.fft

@@ -22,12 +22,12 @@ the maximum at query time.
 """
 
 from ...errors import UnsupportedMechanismError
-from .loss import Atoms, PrivacyLoss
+from .directions import DirectedLosses, check_double_range, composed_losses, out_of_double_range, privacy_losses
 from .gaussian import GaussianLoss
 from .laplace import LaplaceLoss
-from .two_point import TwoPointLoss
+from .loss import Atoms, PrivacyLoss
 from .subsampled import SubsampledLoss, subsampled_loss
-from .directions import DirectedLosses, check_double_range, composed_losses, out_of_double_range, privacy_losses
+from .two_point import TwoPointLoss
 
 __all__ = ["PrivacyLoss", "Atoms", "GaussianLoss", "LaplaceLoss", "TwoPointLoss", "SubsampledLoss", "DirectedLosses",
            "privacy_losses", "composed_losses", "UnsupportedMechanismError", "subsampled_loss",

@@ -8,8 +8,16 @@ import math
 from dataclasses import dataclass
 
 from ...errors import UnsupportedMechanismError
-from ...mechanisms import (ApproxDP, Gaussian, Laplace, Mechanism, PoissonSubsampled, PureDP,
-                           RandomizedResponse, SampledWithoutReplacement)
+from ...mechanisms import (
+    ApproxDP,
+    Gaussian,
+    Laplace,
+    Mechanism,
+    PoissonSubsampled,
+    PureDP,
+    RandomizedResponse,
+    SampledWithoutReplacement,
+)
 from .gaussian import GaussianLoss
 from .laplace import LaplaceLoss
 from .loss import PrivacyLoss

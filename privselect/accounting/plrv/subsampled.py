@@ -13,8 +13,7 @@ from ...errors import CertificationError
 from .gaussian import GaussianLoss
 from .laplace import LaplaceLoss
 from .loss import Atoms, PrivacyLoss
-from .quadrature import (ContinuousQuadrature, _gauss_legendre_normal, _gauss_tail_radius, _leggauss,
-                         _norm_logpdf)
+from .quadrature import ContinuousQuadrature, _gauss_legendre_normal, _gauss_tail_radius, _leggauss, _norm_logpdf
 
 
 def _inverse_subsampling_map(y: np.ndarray, rate: float) -> np.ndarray:
@@ -258,7 +257,7 @@ class SubsampledLoss(PrivacyLoss):
             return self._log_continuous_tv(v) - np.log(np.abs(u))
 
     def continuous_quadrature(self, v: float, u_max: float, refine: int = 0,
-                              max_nodes: int = 1 << 22) -> "ContinuousQuadrature":
+                              max_nodes: int = 1 << 22) -> ContinuousQuadrature:
         """Fine and coarse rules for E_P[f(L_b); continuous part of the base], tilted by e^{vL}.
 
         For use with `log_phi_quadrature` at arguments ``z = -u - iv``, ``|u| <= u_max``.

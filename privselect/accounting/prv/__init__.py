@@ -49,7 +49,7 @@ reported [`ErrorBudget`][privselect.accounting.ErrorBudget] is what was achieved
 """
 
 from ...errors import UnsupportedMechanismError
-from .curve import PRVCurve
 from .accountant import PRV, PRVAccountant, prv_profile
+from .curve import PRVCurve
 
 __all__ = ["PRVAccountant", "PRVCurve", "prv_profile", "UnsupportedMechanismError", "PRV"]

@@ -16,13 +16,12 @@ from ... import _validation as check
 from ...errors import UnsupportedMechanismError
 from ...mechanisms import Mechanism
 from ..base import Accountant, register_accountant
-from ..plrv import PrivacyLoss, check_double_range, composed_losses
 from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory
+from ..plrv import PrivacyLoss, check_double_range, composed_losses
 from ..profile import CertificationError, PrivacyProfile
 from .bounds import _epsilon_scale
 from .compose import _FP_PER_COMPOSITION, MAX_COMPOSITIONS, _build_curve
 from .curve import PRVCurve
-
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -14,7 +14,6 @@ from ...errors import UnsupportedMechanismError
 from ...mechanisms import Mechanism
 from ..profile import CertificationError
 from .discretise import _Cells, _Tails
-
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import logging
 import math
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.fft
@@ -17,7 +17,6 @@ from ..profile import CertificationError, ErrorBudget
 from .bounds import _chernoff_orders, _coupling, _planned_mesh, _tail_bound, _window
 from .curve import PRVCurve
 from .discretise import _U, _Cells, _discretise, _find_tails
-
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,6 @@ from ..budget import DEFAULT_MAX_MEMORY, require_memory
 from ..plrv import PrivacyLoss
 from ..profile import CertificationError
 
-
 _U = np.finfo(float).eps / 2  # unit roundoff of IEEE double
 #: Assumed accuracy of ``PrivacyLoss.cdf``/``sf``: absolute error <= _CDF_ULPS * u * max|F|.
 _CDF_ULPS = 64.0

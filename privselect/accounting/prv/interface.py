@@ -17,8 +17,7 @@ through these names only, so that the accountant's internals can move without br
 from __future__ import annotations
 
 from .accountant import readable_losses
-from .bounds import (_COARSE_ORDERS, _coupling, _epsilon_scale, _log_mgf_cells, _planned_mesh, _tail_bound,
-                     _window)
+from .bounds import _COARSE_ORDERS, _coupling, _epsilon_scale, _log_mgf_cells, _planned_mesh, _tail_bound, _window
 from .compose import _FFT_STAGE_ULPS, _SPECTRUM_FLOOR, MAX_COMPOSITIONS, MAX_STEP_LOSS
 from .curve import PRVCurve
 from .discretise import _U, _Cells, _discretise, _find_tails

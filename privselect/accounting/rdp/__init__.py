@@ -35,9 +35,9 @@ Conversions (``epsilon_from_rdp``, ``delta_from_rdp``) minimise over the given o
 where the curve is finite; see their docstrings for the three rules.
 """
 
-from .curves import DEFAULT_ORDERS, rdp_curve, unsupported_part
-from .conversions import CONVERSIONS, delta_from_rdp, epsilon_from_rdp, rdp_delta, rdp_epsilon
 from .accountant import RDP, RdpCurve, rdp_profile
+from .conversions import CONVERSIONS, delta_from_rdp, epsilon_from_rdp, rdp_delta, rdp_epsilon
+from .curves import DEFAULT_ORDERS, rdp_curve, unsupported_part
 
 __all__ = ["DEFAULT_ORDERS", "CONVERSIONS", "rdp_curve", "unsupported_part", "epsilon_from_rdp",
            "delta_from_rdp", "rdp_epsilon", "rdp_delta", "rdp_profile", "RdpCurve", "RDP"]

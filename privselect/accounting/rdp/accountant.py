@@ -15,7 +15,6 @@ from ..profile import DirectionalCurve, ErrorBudget, PrivacyProfile
 from .conversions import CONVERSIONS, _conversion, _curve_pair, delta_from_rdp, epsilon_from_rdp
 from .curves import DEFAULT_ORDERS, _orders_array, rdp_curve, unsupported_part
 
-
 logger = logging.getLogger(__name__)
 
 

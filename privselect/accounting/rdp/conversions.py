@@ -11,7 +11,6 @@ from ... import _validation as check
 from ...mechanisms import Mechanism
 from .curves import DEFAULT_ORDERS, _orders_array, rdp_curve
 
-
 #: Names accepted by the ``conversion`` argument of the conversions.
 CONVERSIONS = ("improved", "classic", "krw", "best")
 

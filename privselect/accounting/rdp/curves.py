@@ -12,12 +12,29 @@ from scipy import special
 
 from ... import _validation as check
 from ...errors import UnsupportedMechanismError
-from ...mechanisms import (ApproxDP, Composition, Gaussian, Laplace, Mechanism, PoissonSubsampled, PureDP,
-                           RandomizedResponse, SampledWithoutReplacement)
+from ...mechanisms import (
+    ApproxDP,
+    Composition,
+    Gaussian,
+    Laplace,
+    Mechanism,
+    PoissonSubsampled,
+    PureDP,
+    RandomizedResponse,
+    SampledWithoutReplacement,
+)
 from ..dominating import ProfileMechanism
-from .logspace import (_CVZ_REL_ERROR, _CVZ_TERMS, _CVZ_W, _accumulate_logsumexp, _log_abs_binom,
-                       _log_binomial_remainder, _log_expm1, _log_phi, _signed_logsumexp)
-
+from .logspace import (
+    _CVZ_REL_ERROR,
+    _CVZ_TERMS,
+    _CVZ_W,
+    _accumulate_logsumexp,
+    _log_abs_binom,
+    _log_binomial_remainder,
+    _log_expm1,
+    _log_phi,
+    _signed_logsumexp,
+)
 
 logger = logging.getLogger(__name__)
 

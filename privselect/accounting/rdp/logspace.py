@@ -8,7 +8,6 @@ import math
 import numpy as np
 from scipy import special
 
-
 # Terms in each accelerated alternating tail (Cohen, Rodriguez Villegas, Zagier 2000):
 # certified relative error 2 / (3 + sqrt 8)^24 < 1e-18.
 _CVZ_TERMS = 24

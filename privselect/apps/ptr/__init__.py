@@ -18,11 +18,11 @@
 * [`data`][privselect.apps.ptr.data]: a loader for the UCI regression files (takes a path).
 """
 
-from .certificate import ReleaseCertificate, release_certificate
 from .baselines import AdaOPSRegressor, NonPrivateRidge, OutputPerturbationRegressor, output_perturbation_alpha
+from .certificate import ReleaseCertificate, release_certificate
 from .data import UCI_DATASETS, load_uci, read_numeric_table
-from .table import Table, load_table, read_table
 from .gptr import BOTTOM, GaussianBound, GeneralizedPTR, LaplaceBound, PTRResult, analytic_gaussian_sigma
+from .model_selection import PrivateRegressorSelection
 from .ops import (
     ops_delta,
     ops_epsilon,
@@ -36,6 +36,16 @@ from .ops import (
     sample_ops,
 )
 from .regression import OPSPTR, OPSPTRRegressor, OPSRegressor, RefusalWarning, balanced_alpha, default_ops_ptr_alpha
+from .ssp import (
+    AdaSSPRegressor,
+    AdaSSPWangRegressor,
+    SSPRidgeSelectionRegressor,
+    TrivialRegressor,
+    pure_dp_gdp_mu,
+    releases_lambda_min,
+)
+from .table import Table, load_table, read_table
+from .tukey import TukeyEMRegressor
 from .tuning import (
     LiuTalwarCertificate,
     RunBudget,
@@ -46,16 +56,6 @@ from .tuning import (
     profile_run_budget,
     selection_run_budget,
 )
-from .ssp import (
-    AdaSSPRegressor,
-    AdaSSPWangRegressor,
-    SSPRidgeSelectionRegressor,
-    TrivialRegressor,
-    pure_dp_gdp_mu,
-    releases_lambda_min,
-)
-from .model_selection import PrivateRegressorSelection
-from .tukey import TukeyEMRegressor
 
 __all__ = [
     "BOTTOM", "GeneralizedPTR", "PTRResult", "LaplaceBound", "GaussianBound", "analytic_gaussian_sigma",

@@ -31,8 +31,9 @@ add/remove sensitivity.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -56,9 +57,9 @@ __all__ = [
 class Bottom:
     """The refusal symbol of PTR. ``BOTTOM`` is its only instance; it is a legitimate output."""
 
-    _instance: "Bottom | None" = None
+    _instance: Bottom | None = None
 
-    def __new__(cls) -> "Bottom":
+    def __new__(cls) -> Bottom:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance

@@ -19,7 +19,7 @@ the profile of any (eps_fit, delta_Q)-DP mechanism (Kairouz, Oh, Viswanath 2015)
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from .tuning import RunBudget, clipped_squared_error, fit_quietly, selection_run
 __all__ = ["PrivateRegressorSelection", "CANDIDATE_BUILDERS", "DEFAULT_CANDIDATES"]
 
 
-def _adassp(epsilon: float, delta: float, params: dict, owner: "PrivateRegressorSelection", d: int
+def _adassp(epsilon: float, delta: float, params: dict, owner: PrivateRegressorSelection, d: int
             ) -> AdaSSPRegressor:
     return AdaSSPRegressor(epsilon=epsilon, delta=delta, rho=params.get("rho", 0.05),
                            ridge_scale=params.get("ridge_scale", 1.0),
@@ -44,12 +44,12 @@ def _adassp(epsilon: float, delta: float, params: dict, owner: "PrivateRegressor
                            x_bound=owner.x_bound, y_bound=owner.y_bound)
 
 
-def _adaops(epsilon: float, delta: float, params: dict, owner: "PrivateRegressorSelection", d: int
+def _adaops(epsilon: float, delta: float, params: dict, owner: PrivateRegressorSelection, d: int
             ) -> AdaOPSRegressor:
     return AdaOPSRegressor(epsilon=epsilon, delta=delta, x_bound=owner.x_bound, y_bound=owner.y_bound)
 
 
-def _ops_ptr(epsilon: float, delta: float, params: dict, owner: "PrivateRegressorSelection", d: int
+def _ops_ptr(epsilon: float, delta: float, params: dict, owner: PrivateRegressorSelection, d: int
              ) -> OPSPTRRegressor:
     """OPS-PTR at ``alpha_scale`` times its default ridge (public: the budget, d, n_max)."""
     est = OPSPTRRegressor(epsilon=epsilon, delta=delta, n_max=owner.n_max, x_bound=owner.x_bound,
@@ -57,7 +57,7 @@ def _ops_ptr(epsilon: float, delta: float, params: dict, owner: "PrivateRegresso
     return est.set_params(alpha=params.get("alpha_scale", 1.0) * est.mechanism(d=d).alpha)
 
 
-def _trivial(epsilon: float, delta: float, params: dict, owner: "PrivateRegressorSelection", d: int
+def _trivial(epsilon: float, delta: float, params: dict, owner: PrivateRegressorSelection, d: int
              ) -> TrivialRegressor:
     """The trivial predictor (coef 0): 0-DP, so within any per-run budget."""
     return TrivialRegressor(x_bound=owner.x_bound, y_bound=owner.y_bound)
@@ -80,7 +80,7 @@ DEFAULT_CANDIDATES: tuple[dict, ...] = (
 class _Trainer:
     """train(params, data, rng): fit one candidate on the training part, score it on the validation part."""
 
-    def __init__(self, owner: "PrivateRegressorSelection", budget: RunBudget, clip: float) -> None:
+    def __init__(self, owner: PrivateRegressorSelection, budget: RunBudget, clip: float) -> None:
         self.owner = owner
         self.budget = budget
         self.clip = clip

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ... import _validation as check
 from ...mechanisms import ApproxDP
-from .regression import PrivateLinearRegressor, SingleReleaseCertified, RefusalWarning
+from .regression import PrivateLinearRegressor, RefusalWarning, SingleReleaseCertified
 
 __all__ = ["TukeyEMRegressor", "approximate_tukey_depth", "block_models", "depth_box_bounds",
            "distance_lower_bound", "tukey_n_models", "ROWS_PER_MODEL"]

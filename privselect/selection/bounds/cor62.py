@@ -102,7 +102,7 @@ def meets_thresholds(candidate: Mechanism | PrivacyProfile, thresholds: Cor62Thr
     return bool(d[0] <= thresholds.delta1 and d[1] <= thresholds.delta_hat)
 
 
-def all_meet(profiles: list[PrivacyProfile], eps_q: float, delta: float, k) -> "Cor62Thresholds | None":
+def all_meet(profiles: list[PrivacyProfile], eps_q: float, delta: float, k) -> Cor62Thresholds | None:
     """The Cor. 6.2 thresholds of ``eps_q`` if every profile meets them, else None."""
     try:
         th = cor62_thresholds(eps_q, delta, k)
@@ -112,7 +112,7 @@ def all_meet(profiles: list[PrivacyProfile], eps_q: float, delta: float, k) -> "
 
 
 def smallest_cor62_base_epsilon(profiles: list[PrivacyProfile], delta: float,
-                                k: TruncatedNegativeBinomial) -> "Cor62Thresholds | None":
+                                k: TruncatedNegativeBinomial) -> Cor62Thresholds | None:
     """Thresholds at (about) the smallest ε_Q that every profile meets; None if none in range does."""
     lo, hi = EPS_Q_RANGE
     best = all_meet(profiles, hi, delta, k)

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.fft
@@ -47,10 +48,25 @@ from ...accounting import get_accountant, privacy_profile
 from ...accounting.exact import gdp_mu_bracket, gdp_mu_squared
 from ...accounting.plrv import UnsupportedMechanismError
 from ...accounting.profile import CertificationError, DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
-from ...accounting.prv.interface import (COARSE_ORDERS, FFT_STAGE_ULPS, MAX_COMPOSITIONS, MAX_STEP_LOSS,
-                                              SPECTRUM_FLOOR, UNIT_ROUNDOFF, Cells, PRVCurve, coupling, discretise,
-                                              epsilon_scale, find_tails, log_mgf_cells, planned_mesh, readable_losses,
-                                              tail_bound, window)
+from ...accounting.prv.interface import (
+    COARSE_ORDERS,
+    FFT_STAGE_ULPS,
+    MAX_COMPOSITIONS,
+    MAX_STEP_LOSS,
+    SPECTRUM_FLOOR,
+    UNIT_ROUNDOFF,
+    Cells,
+    PRVCurve,
+    coupling,
+    discretise,
+    epsilon_scale,
+    find_tails,
+    log_mgf_cells,
+    planned_mesh,
+    readable_losses,
+    tail_bound,
+    window,
+)
 from ...mechanisms import Mechanism
 from ..distributions import KDistribution
 from .registry import register_bound

@@ -13,8 +13,9 @@ consult this table only; no module switches on the type of K.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..distributions import KDistribution
 

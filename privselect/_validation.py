@@ -58,7 +58,7 @@ def positive_int(name: str, value: object) -> int:
     if isinstance(value, numbers.Integral):
         v = int(value)
     elif isinstance(value, numbers.Real) and float(value).is_integer():
-        v = int(value)
+        v = int(math.trunc(value))  # int(value): numbers.Real's stub declares __trunc__, not __int__
     elif isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     else:

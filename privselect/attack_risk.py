@@ -223,7 +223,8 @@ def _coarse_scan(profile: PrivacyProfile, a: np.ndarray) -> tuple[np.ndarray, li
     at least e^eps alpha and branch 1 at least 1 - e^-eps, both increasing in eps, so once min(e^eps alpha,
     1 - e^-eps) exceeds the best value found for every alpha the rest of the grid is useless (and its tiny
     deltas are the costly ones to certify)."""
-    grids, values = [], [[], []]
+    grids: list[np.ndarray] = []
+    values: list[list[np.ndarray]] = [[], []]
     best = np.full(a.size, np.inf)
     start, chunk = 0.0, 32
     while True:
@@ -275,7 +276,10 @@ class RiskTarget:
     @property
     def bound(self) -> float:
         """The largest allowed value of the quantity."""
-        return float(self.advantage if self.advantage is not None else self.tpr)
+        if self.advantage is not None:
+            return float(self.advantage)
+        assert self.tpr is not None  # __post_init__: tpr with fpr, or advantage
+        return float(self.tpr)
 
     def value(self, r: Risk) -> float:
         """The certified quantity the target bounds: ``r.tpr(fpr)`` or ``r.advantage``."""
@@ -376,13 +380,13 @@ def tuning_profiles(certificate: Any, **accountant_options: Any) -> tuple[Privac
     if certificate.bound == "mixture" or not isinstance(certificate.base, Mechanism):
         return out
     from .errors import CertificationError
-    from .selection.bounds import law_bound
+    from .selection.bounds import applicable_bound
 
     if unsupported_reason_mixture(certificate.k) is not None:
         return out
     options = {"accountant": "auto", "target_delta": certificate.delta, "tail": _MIXTURE_TAIL, **accountant_options}
     try:
-        entry = law_bound(certificate.k, "mixture")
+        entry = applicable_bound(certificate.k, "mixture")
         return out + (entry.rule(certificate.base, certificate.k, **options),)
     except (CertificationError, ValueError, MemoryError):  # no K-mixture profile here: the others stand
         return out

@@ -245,7 +245,8 @@ def _bound_from_sorted(a: np.ndarray, b: np.ndarray, t: np.ndarray, delta: float
 def _bound_from_counts(count_a: np.ndarray, n_a: int, count_b: np.ndarray, n_b: int, t: np.ndarray, delta: float,
                        confidence: float) -> AuditResult:
     each = 1.0 - (1.0 - confidence) / (2 * t.size)
-    best = (-np.inf, None)
+    # (epsilon, (threshold, set, ordering, count_first, count_second, p_first_lower, p_second_upper))
+    best: tuple[float, tuple[float, str, str, int, int, float, float] | None] = (-np.inf, None)
     for eps, p1, p2, c1, c2, side, order in _candidates(count_a, n_a, count_b, n_b, delta, each):
         i = int(np.argmax(eps))
         if eps[i] > best[0]:

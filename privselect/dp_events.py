@@ -129,7 +129,8 @@ def from_dp_event(event, relation: NeighbouringRelation | str = ADD_REMOVE) -> M
             return RandomizedResponse(1.0 - noise / 2.0, relation=relation)
         epsilon = math.inf if noise == 0 else math.log1p(buckets * (1.0 - noise) / noise)
         return PureDP(epsilon, relation=relation)
-    if isinstance(event, getattr(dp_event, "EpsilonDeltaDpEvent", ())):
+    epsilon_delta_event = getattr(dp_event, "EpsilonDeltaDpEvent", None)  # not in every dp-accounting version
+    if epsilon_delta_event is not None and isinstance(event, epsilon_delta_event):
         if event.delta == 0:
             return PureDP(event.epsilon, relation=relation)
         return ApproxDP(event.epsilon, event.delta, relation=relation)

@@ -262,6 +262,7 @@ def plot_certificates(certificates: Certificate | Sequence[Certificate] | Mappin
         The axes drawn on: one bar container per family (``ax.containers``, labelled by the
         family), bars in certificate order.
     """
+    items: list[tuple[str | None, Certificate]]
     if isinstance(certificates, Certificate):
         items = [(None, certificates)]
     elif isinstance(certificates, Mapping):
@@ -317,14 +318,15 @@ def plot_certificates(certificates: Certificate | Sequence[Certificate] | Mappin
 
 def _fitted_title(ax: Axes, text: str, fontsize: float) -> None:
     """Set ``text`` as the title, wrapped to the axes' width (a character is ~0.6 em wide), and make room."""
-    figure = ax.figure
-    axes_inches = ax.get_position().width * figure.get_figwidth()
+    figure = ax.figure  # the axes' parent: a Figure or a SubFigure
+    inches = figure.figure  # the root Figure (a Figure's own figure is itself): the size in inches
+    axes_inches = ax.get_position().width * inches.get_figwidth()
     chars = max(20, int(axes_inches * 72 / (0.6 * fontsize)))
     wrapped = textwrap.fill(text, chars)
     ax.set_title(wrapped, fontsize=fontsize)
     lines = wrapped.count("\n") + 1
     if lines > 1 and ax.get_subplotspec() is not None and not figure.get_constrained_layout():
-        top = figure.subplotpars.top - (lines - 1) * 1.3 * fontsize / 72 / figure.get_figheight()
+        top = figure.subplotpars.top - (lines - 1) * 1.3 * fontsize / 72 / inches.get_figheight()
         figure.subplots_adjust(top=max(top, 0.5))
 
 
@@ -333,7 +335,7 @@ def k_label(k: Any) -> str:
     logarithmic) and its mean, e.g. ``"Geometric\nE[K]=10"``."""
     name = type(k).__name__
     eta = getattr(k, "eta", None)
-    if name == "TruncatedNegativeBinomial":
+    if name == "TruncatedNegativeBinomial" and eta is not None:
         name = {1.0: "Geometric", 0.0: "Logarithmic"}.get(float(eta), f"TNB(eta={float(eta):.3g})")
     elif name == "Binomial":
         name = f"Binomial(n={k.n})"

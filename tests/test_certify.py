@@ -198,3 +198,25 @@ def test_certificate_pickles_without_its_in_memory_profiles():
     assert cert.profile is not None
     back = pickle.loads(pickle.dumps(cert))
     assert back == cert and back.epsilon == cert.epsilon and back.profile is None and back.run_profile is None
+
+
+def test_a_certificate_names_a_configured_accountant_and_stays_valid_json():
+    """accountant= takes a configured Accountant: the certificate records its registered name (a string), on the
+    K-mixture path and on KRW Cor. 6.2's path, so to_json / from_json still round-trip."""
+    from privselect.accounting import get_accountant
+    from privselect.tuning import PrivateTuner
+    from privselect.tuning.space import Choice, Uniform
+
+    prv = get_accountant("prv")
+    mixture = ps.certify(ps.Gaussian(2.0), ps.Geometric(mean=5), 1e-5, bound="mixture", accountant=prv)
+    by_name = ps.certify(ps.Gaussian(2.0), ps.Geometric(mean=5), 1e-5, bound="mixture", accountant="prv")
+    assert mixture.accountant == by_name.accountant == "prv"
+    assert ps.Certificate.from_json(mixture.to_json()) == mixture
+
+    exact = get_accountant("exact")
+    continuous = PrivateTuner(lambda p, d, r: (0.0, None), {"s": Uniform(2.0, 4.0), "c": Choice([1, 2])},
+                              lambda p: ps.Gaussian(p["s"]), ps.Geometric(mean=10), 1e-6, base_epsilon=2.5,
+                              accountant=exact)
+    cert = continuous.certificate
+    assert cert.bound == "cor62" and cert.accountant == "exact"
+    assert ps.Certificate.from_json(cert.to_json()) == cert

@@ -223,6 +223,8 @@ def test_callable_privacy_in_a_study_needs_and_checks_its_space():
     privacy = lambda p: ps.Gaussian(p["sigma"])  # noqa: E731
     with pytest.raises(ValueError, match="privacy_space"):
         PrivateStudy(privacy, K, 1e-6)
+    with pytest.raises(TypeError, match="privacy_space must be a dict"):  # a callable space has no enumerable law
+        PrivateStudy(privacy, K, 1e-6, privacy_space=lambda rng: {"sigma": 2.0})
     s = PrivateStudy(privacy, K, 1e-6, privacy_space={"sigma": Choice([2.0, 4.0])}, accountant="exact", seed=1)
 
     def noisy(trial):

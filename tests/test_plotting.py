@@ -199,6 +199,16 @@ def test_certificate_bars_are_the_alternatives(certificates):
     assert cert.theorem in ax.get_title()
 
 
+def test_certificate_bars_draw_on_axes_inside_a_subfigure(certificates):
+    """The wrapped title measures the root figure: axes in a SubFigure (which has no size of its own) work."""
+    cert = certificates["Gaussian, geometric K"]
+    figure = plt.figure(figsize=(4, 3))
+    ax = figure.subfigures(1, 2)[0].subplots()
+    assert plot_certificates(cert, ax=ax) is ax
+    assert cert.theorem in ax.get_title().replace("\n", " ")
+    plt.close(figure)
+
+
 def test_certificate_groups(certificates):
     ax = plot_certificates(certificates)
     for container in ax.containers:

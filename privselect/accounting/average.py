@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..mechanisms import Mechanism
 from .profile import DirectionalCurve, ErrorBudget, PrivacyProfile, known_error_budget
 
 __all__ = ["HyperparameterMixture", "AveragedCurve", "average_profile"]
@@ -34,7 +35,7 @@ _WEIGHT_TOLERANCE = 1e-9
 class HyperparameterMixture:
     """The law of a run's mechanism: ``components`` are (probability, Mechanism) pairs summing to 1."""
 
-    components: tuple[tuple[float, object], ...]
+    components: tuple[tuple[float, Mechanism], ...]
 
     def __post_init__(self) -> None:
         if not self.components:
@@ -50,7 +51,7 @@ class HyperparameterMixture:
         return np.array([w for w, _ in self.components], dtype=float)
 
     @property
-    def mechanisms(self) -> tuple[object, ...]:
+    def mechanisms(self) -> tuple[Mechanism, ...]:
         return tuple(m for _, m in self.components)
 
     def __repr__(self) -> str:
@@ -100,7 +101,7 @@ class AveragedCurve(DirectionalCurve):
         return np.clip(lower * (1 - slack), 0.0, 1.0), np.clip(upper * (1 + slack), 0.0, 1.0)
 
 
-def average_profile(profiles: Sequence[PrivacyProfile], weights: Sequence[float], *,
+def average_profile(profiles: Sequence[PrivacyProfile], weights: Sequence[float] | np.ndarray, *,
                     mechanism: object = None) -> PrivacyProfile:
     """The profile ε -> Σ_i w_i δ_i(ε) of a run whose mechanism is drawn with probabilities ``weights``.
 

@@ -105,6 +105,11 @@ class DiscreteLoss(PrivacyLoss):
     secondary: np.ndarray
     inf_mass: float = 0.0
     neg_inf_mass: float = 0.0
+    # cumulative sums of the masses, set by __post_init__: P and Q cdf (from the left) and sf (from the right)
+    _cdf_p: np.ndarray = field(init=False, repr=False)
+    _cdf_q: np.ndarray = field(init=False, repr=False)
+    _sf_p: np.ndarray = field(init=False, repr=False)
+    _sf_q: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("locations", "primary", "secondary"):
@@ -380,6 +385,13 @@ class ProfileMechanism(Mechanism):
         object.__setattr__(self, "losses", losses)
 
     @property
+    def discrete_losses(self) -> tuple[DiscreteLoss, DiscreteLoss]:
+        """``losses`` (remove, add) as built: the dominating pair's discrete privacy losses."""
+        remove, add = self.losses.remove, self.losses.add
+        assert isinstance(remove, DiscreteLoss) and isinstance(add, DiscreteLoss)  # __post_init__ builds them
+        return remove, add
+
+    @property
     def is_symmetric(self) -> bool:
         return self.losses.is_symmetric
 
@@ -477,7 +489,7 @@ class PoissonSplit(Mechanism):
         rate = check.open_unit("rate", self.rate)
         object.__setattr__(self, "rate", rate)
         object.__setattr__(self, "mesh", check.positive("mesh", self.mesh))
-        first, second = (ProfileMechanism(p, points=self.points).losses.remove for p in (self.first, self.second))
+        first, second = (ProfileMechanism(p, points=self.points).discrete_losses[0] for p in (self.first, self.second))
         object.__setattr__(self, "losses", split_losses(first, second, rate, self.mesh))
 
     @property

@@ -82,8 +82,8 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
     def privacy(self) -> Mechanism:
         """The privacy of one call to [`fit`][privselect.apps.dpsgd.DPSGDClassifier.fit] (add/remove neighbours)."""
         q = check.half_open_unit("sampling_rate", self.sampling_rate)
-        step = Gaussian(self.noise_multiplier)
-        step = step.poisson_subsample(q) if q < 1 else step
+        gaussian = Gaussian(self.noise_multiplier)
+        step = gaussian.poisson_subsample(q) if q < 1 else gaussian
         return step.compose(dpsgd_steps(self.epochs, q))
 
     def _design(self, X: np.ndarray) -> np.ndarray:

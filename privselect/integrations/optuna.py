@@ -67,7 +67,7 @@ import datetime
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -278,7 +278,7 @@ class PrivateTrial:
         self._predrawn = ({} if params_rng is None or optuna_trial is not None else
                           {name: law.sample(params_rng) for name, law in self._privacy_space.items()})
 
-    def _refuse(self, error: BaseException):
+    def _refuse(self, error: BaseException) -> NoReturn:
         if self.refusal is None:
             self.refusal = error
         raise _Refused()
@@ -300,7 +300,8 @@ class PrivateTrial:
         elif name in self._predrawn:
             value = self._predrawn[name]
         else:
-            value = adaptive_call() if self._trial is not None else law.sample(self._params_rng)
+            rng = self._params_rng  # exactly one of an Optuna trial and the trial's own generator is given
+            value = adaptive_call() if self._trial is not None or rng is None else law.sample(rng)
         self._params[name], self._distributions[name] = value, optuna_distribution
         if self._check is not None and not self._privacy_checked:  # before the objective sees the value
             problem = self._check.problem(self._params, complete=False)
@@ -493,7 +494,11 @@ class PrivateStudy:
         self.study_name, self.adaptive, self.reveal_k = study_name, bool(adaptive), bool(reveal_k)
         self.accountant = accountant
         if privacy_space is not None:
-            privacy_space = dict(validate_space(privacy_space))
+            laws = validate_space(privacy_space)
+            if not isinstance(laws, Mapping):
+                raise TypeError("privacy_space must be a dict of privselect.space distributions (the laws of the "
+                                "hyperparameters privacy(params) reads), not a callable")
+            privacy_space = dict(laws)
         elif callable(privacy) and not isinstance(privacy, (Mechanism, PrivacyProfile)):
             raise ValueError("a callable privacy needs privacy_space: the laws of the hyperparameters it reads, "
                              "e.g. privacy_space={'noise_multiplier': Choice([1.0, 2.0])}")
@@ -535,7 +540,8 @@ class PrivateStudy:
                              "vocabulary or privselect's, e.g. {'lr': optuna.distributions.FloatDistribution(1e-4, "
                              "1e-1, log=True)}; the objective suggests them with the same laws")
         space = {name: search_law(name, law) for name, law in search_space.items()}
-        search.start(validate_space(space), self._plan.direction)  # builds the grid now: refuses a bad space early
+        validate_space(space)
+        search.start(space, self._plan.direction)  # builds the grid now: refuses a bad space early
         return search, space
 
     def _composed_privacy_message(self, privacy: Any) -> str:
@@ -630,7 +636,7 @@ class PrivateStudy:
 
     def _optimize(self, objective: Callable[[PrivateTrial], Any], certificate: Certificate) -> PrivateStudyResult:
         if self.search is not None:
-            selected, final_output = self._optimize_search(objective), None
+            selected, final_output = self._optimize_search(objective, self.search), None
         elif self._sampler is None:
             task = _ObjectiveTask(objective, self.privacy_space, self._candidate_check())
             selected, final_output = run_pipeline(task, None, self._plan, final=self.final, tuning_rate=1.0)
@@ -639,10 +645,12 @@ class PrivateStudy:
         result = self._result(selected, certificate)
         return dataclasses.replace(result, final_output=final_output) if final_output is not None else result
 
-    def _optimize_search(self, objective):
+    def _optimize_search(self, objective, search: AdaptiveSearch):
         """The adaptive search: its state (the released values so far) lives in this frame only."""
-        task = _SearchTask(objective, self.search.start(self.search_space, self._plan.direction), self.search_space,
-                           self.privacy_space, self._candidate_check())
+        space = self.search_space
+        assert space is not None  # _check_search sets search and search_space together
+        task = _SearchTask(objective, search.start(space, self._plan.direction), space, self.privacy_space,
+                           self._candidate_check())
         try:
             return run_selection(task, None, self._plan, observe=task.observe)
         finally:
@@ -683,7 +691,8 @@ class PrivateStudy:
         """
         check_signature(objective_on_public_data, ("trial",), "objective")
         task: Any = _ObjectiveTask(objective_on_public_data, self.privacy_space, self._candidate_check())
-        if self.search is not None:  # the adaptive search's first trial: its law is the prior (no history yet)
+        if self.search is not None and self.search_space is not None:  # the adaptive search's first trial: its law is
+            # the prior (no history yet); _check_search sets search and search_space together
             task = _SearchTask(objective_on_public_data, self.search.start(self.search_space, self._plan.direction),
                                self.search_space, self.privacy_space, self._candidate_check())
         try:

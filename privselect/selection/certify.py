@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _validation as check
-from ..accounting import privacy_profile
+from ..accounting import Accountant, privacy_profile
 from ..accounting.average import HyperparameterMixture, average_profile
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
 from ..attack_risk import certificate_risk, risk
@@ -26,7 +26,7 @@ from .bounds import (
     EPS_Q_RANGE,
     Cor62Thresholds,
     all_meet,
-    law_bound,
+    applicable_bound,
     rdp_selection_epsilon,
     selection_profile,
     smallest_cor62_base_epsilon,
@@ -176,8 +176,8 @@ def _certificate_risk(x: Certificate, **accountant_options: Any) -> Any:
     return certificate_risk(x, **accountant_options)
 
 
-def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *, bound: str | None = None,
-            accountant: str = "auto", base_epsilon: float | None = None, **accountant_options: Any) -> Certificate:
+def certify(base: Mechanism | PrivacyProfile | HyperparameterMixture, k: KDistribution, delta: float, *,
+            bound: str | None = None, accountant: str | Accountant = "auto", base_epsilon: float | None = None, **accountant_options: Any) -> Certificate:
     """Certify "release the best of K runs of ``base``" at ``delta``: the smallest valid epsilon.
 
     ``bound=None`` tries every family that applies; ``"profile"`` or ``"rdp"`` forces one
@@ -198,6 +198,8 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
     if method is not None and (not isinstance(method, str) or method not in FAMILIES + (RELEASE_ALL,)):
         raise ValueError(f"bound must be one of {FAMILIES + (RELEASE_ALL,)} or None, got {method!r}")
     if method == RELEASE_ALL:
+        if not isinstance(base, Mechanism):
+            raise TypeError("the K-mixture bound composes the base run: give a Mechanism, not a built profile")
         return _k_released_certificate(base, k, delta, accountant, accountant_options)
     if isinstance(base, HyperparameterMixture):  # hyperparameter-dependent privacy (bounds/cor62.py's theorem)
         return certify_hyperparameter_mixture(base, k, delta, base_epsilon=base_epsilon, accountant=accountant,
@@ -207,8 +209,9 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
     results: dict[str, tuple[float, str]] = {}
     notes: list[str] = []
     budget = ErrorBudget()
-    accountant_name = accountant
-    sel = base_profile = None
+    accountant_name = accountant_label(accountant)
+    sel: PrivacyProfile | None = None
+    base_profile: PrivacyProfile | None = None
 
     profile_reason = unsupported_reason(k, "profile")
     if "profile" in families and profile_reason is not None:
@@ -229,18 +232,18 @@ def certify(base: Mechanism | PrivacyProfile, k: KDistribution, delta: float, *,
                 notes.append(f"profile: {exc}")
                 base_profile = None
             else:
-                notes.append(f"profile[{accountant}]: {exc}; fell back to the auto accountant")
+                notes.append(f"profile[{accountant_label(accountant)}]: {exc}; fell back to the auto accountant")
                 base_profile = privacy_profile(base, accountant="auto")
                 sel = selection_profile(base_profile, k)
                 eps = float(sel.epsilon(delta))
-        if base_profile is not None:
+        if base_profile is not None and sel is not None:
             results["profile"] = (eps, dict(sel.metadata)["theorem"])
             budget = sel.error_budget
             accountant_name = _answering_accountant(base_profile, delta / k.mean)
     if "rdp" in families:
         reason = supports_rdp_selection(mechanism, k)
         if reason is None:
-            results["rdp"] = (rdp_selection_epsilon(mechanism, k, delta), law_bound(k, "rdp").theorem)
+            results["rdp"] = (rdp_selection_epsilon(mechanism, k, delta), applicable_bound(k, "rdp").theorem)
         elif method == "rdp":
             raise ValueError(f"bound='rdp' does not apply: {reason}")
         else:
@@ -272,10 +275,15 @@ def _answering_accountant(profile: PrivacyProfile, delta: float) -> str:
     return str(dict(profile.metadata).get("accountant", profile.accountant))
 
 
-def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, accountant: str,
+def accountant_label(accountant: str | Accountant) -> str:
+    """The accountant's name as a certificate records it (an `Accountant` instance by its registered ``name``)."""
+    return accountant.name if isinstance(accountant, Accountant) else accountant
+
+
+def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, accountant: str | Accountant,
                             options: dict[str, Any]) -> Certificate:
     """K runs with everything released: the K-mixture bound (joint convexity; [`mixture`][privselect.selection.bounds.mixture])."""
-    entry = law_bound(k, RELEASE_ALL)
+    entry = applicable_bound(k, RELEASE_ALL)
     notes: tuple[str, ...] = ()
     # sized for this delta: the discretisation's accuracy, and K's tail beyond k_max (added to delta) << delta
     options = {"target_delta": delta, "tail": min(_MIXTURE_TAIL, 1e-3 * delta), **options}
@@ -283,7 +291,7 @@ def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, acc
         profile = entry.rule(base, k, accountant=accountant, **options)
         epsilon = float(profile.epsilon(delta))
     except CertificationError as exc:  # delta below its floor: one profile per bucket
-        notes = (f"mixture: {exc}; one {accountant} profile per bucket instead",)
+        notes = (f"mixture: {exc}; one {accountant_label(accountant)} profile per bucket instead",)
         profile = entry.rule(base, k, accountant=accountant, **{**options, "shared": False})
         epsilon = float(profile.epsilon(delta))
     if not math.isfinite(epsilon):
@@ -292,7 +300,7 @@ def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, acc
             f"the rounding of K's probabilities and the accounting) is {profile.error_budget.delta_error:.3g}; "
             "use a larger delta")
     return Certificate(epsilon=epsilon, delta=delta, bound=RELEASE_ALL, theorem=entry.theorem,
-                       alternatives={RELEASE_ALL: epsilon}, k=k, base=base, accountant=accountant,
+                       alternatives={RELEASE_ALL: epsilon}, k=k, base=base, accountant=accountant_label(accountant),
                        error_budget=profile.error_budget, profile=profile,
                        notes=notes + (f"buckets: {dict(profile.metadata)['bucket_profiles']}",))
 
@@ -302,19 +310,19 @@ def _k_released_certificate(base: Mechanism, k: KDistribution, delta: float, acc
 # ----------------------------------------------------------------------------------------
 
 
-def cor62_certificate(thresholds: Cor62Thresholds, k: KDistribution, base: str, accountant: str,
+def cor62_certificate(thresholds: Cor62Thresholds, k: KDistribution, base: str, accountant: str | Accountant,
                       notes: tuple[str, ...] = ()) -> Certificate:
     """The Cor. 6.2 certificate (KRW 2024) for candidates that all meet ``thresholds``."""
     th = thresholds
     return Certificate(
         epsilon=th.epsilon, delta=th.delta, bound="cor62", theorem=COR62, alternatives={"cor62": th.epsilon}, k=k,
         base=f"{base}; every candidate ({th.eps1:.6g}, {th.delta1:.3g})-DP and ({th.eps_hat:.6g}, {th.delta_hat:.3g})-DP",
-        accountant=accountant, error_budget=ErrorBudget(), notes=notes,
+        accountant=accountant_label(accountant), error_budget=ErrorBudget(), notes=notes,
     )
 
 
 def certify_hyperparameter_mixture(law: HyperparameterMixture, k: KDistribution, delta: float, *,
-                                   base_epsilon: float | None = None, accountant: str = "auto",
+                                   base_epsilon: float | None = None, accountant: str | Accountant = "auto",
                                    **accountant_options: Any) -> Certificate:
     """Certify the best of K runs whose mechanisms are drawn from ``law``: the smaller of the averaged-profile
     bound (joint convexity, then the profile family) and KRW Cor. 6.2 (``base_epsilon`` = eps_Q, searched when None)."""

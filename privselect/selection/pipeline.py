@@ -74,7 +74,7 @@ def pipeline_mechanism(selection: PrivacyProfile, *, final: Mechanism | None = N
     ([`PoissonSplit`][privselect.accounting.dominating.PoissonSplit]).
     """
     rate, final = _rate(tuning_rate), _final(final)
-    if _final_data(final_data, rate, final) == "complement":
+    if _final_data(final_data, rate, final) == "complement" and final is not None:  # "complement" needs a final run
         return PoissonSplit(selection, privacy_profile(final, **accountant_options), rate)
     tuning: Mechanism = ProfileMechanism(selection)
     if rate < 1:

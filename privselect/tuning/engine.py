@@ -91,13 +91,13 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunSeeds:
-    """The three independent seeds of one run (candidate, training, score noise), and its index."""
+    """The independent seeds of one run (candidate, training, score noise, the global states), and its index."""
 
     params: np.random.SeedSequence
     train: np.random.SeedSequence
     noise: np.random.SeedSequence
+    globals: np.random.SeedSequence  # the frameworks' global states during the run
     index: int = 0
-    globals: np.random.SeedSequence | None = None  # the frameworks' global states during the run
 
     @classmethod
     def of_run(cls, runs: np.random.SeedSequence, index: int) -> RunSeeds:
@@ -105,7 +105,7 @@ class RunSeeds:
         three, and a fourth child for the global states (independent of the other three)."""
         child = np.random.SeedSequence(runs.entropy, spawn_key=runs.spawn_key + (index,), pool_size=runs.pool_size)
         params, train, noise, global_seed = child.spawn(4)
-        return cls(params, train, noise, index=index, globals=global_seed)
+        return cls(params, train, noise, global_seed, index=index)
 
     def params_rng(self) -> np.random.Generator:
         return np.random.Generator(np.random.PCG64(self.params))
@@ -363,8 +363,7 @@ def _bounded_run(task: RunTask, data: Any, rules: RunRules, driver_pid: int, ind
         try:
             if rules.registrations:
                 restore_registrations(rules.registrations)
-            if seeds.globals is not None:
-                seed_globals(seeds.globals)
+            seed_globals(seeds.globals)
             returned, params, details = task(readonly(data), seeds)
             score, output = split_return(returned)  # a wrong type or a float overflow raises: scored worst
             returned = None
@@ -458,7 +457,7 @@ def _select(task: RunTask, data: Any, plan: SelectionPlan, observe: Callable[[in
             if close is not None:
                 close()  # every backend waits for its runs in flight here, still silenced
             del results
-        if best.failed:
+        if best is None or best.failed or best.payload is None:  # n_runs >= 1 outcomes; a failed one has no payload
             raise AllRunsFailedError("every run failed (raised, returned a non-finite score or something that is "
                                      "not a number or a (number, output) pair, or returned a value that is not "
                                      "released); nothing was released. Run dry_run(public_data) to see the first "

@@ -111,7 +111,7 @@ def saved_globals() -> Iterator[None]:
     finally:
         np.random.set_state(numpy_state)
         random.setstate(random_state)
-        if torch_state is not None:
+        if torch is not None and torch_state is not None:
             torch.set_rng_state(torch_state)
-        if cuda_states is not None:
+        if torch is not None and cuda_states is not None:
             torch.cuda.set_rng_state_all(cuda_states)

@@ -271,9 +271,10 @@ def guard_release(value: Any, root: str, release: str) -> Any:
     leaks = find_leaks(value, root)
     if not leaks:
         return value
-    if release == "strip" and all(leak.clear is not None for leak in leaks):
-        for leak in leaks:
-            leak.clear()
+    clears = [leak.clear for leak in leaks if leak.clear is not None]
+    if release == "strip" and len(clears) == len(leaks):  # every leak can be stripped
+        for clear in clears:
+            clear()
         return value
     blocking = [leak for leak in leaks if release != "strip" or leak.clear is None]
     listed = "; ".join(str(leak) for leak in blocking[:5]) + (" ..." if len(blocking) > 5 else "")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from ..accounting.average import HyperparameterMixture
 from ..accounting.base import Accountant
@@ -102,8 +102,9 @@ class RunPrivacy:
             if reason is not None:
                 raise ValueError(f"KRW Cor. 6.2 needs a truncated negative binomial K (Geometric, Logarithmic, "
                                  f"TruncatedNegativeBinomial): {reason}")
+            notes = () if self.continuous_reason is None else (self.continuous_reason,)
             return cor62_certificate(cor62_thresholds(self.base_epsilon, delta, k), k, "candidates checked at run",
-                                     accountant, (self.continuous_reason,))
+                                     accountant, notes)
         if isinstance(base, PrivacyProfile):
             return certify(base, k, delta)
         if isinstance(base, HyperparameterMixture):
@@ -115,7 +116,7 @@ class RunPrivacy:
         """With callable privacy: the check each candidate's actual params must pass (else None)."""
         if not self.depends_on_params:
             return None
-        if self.law is not None:
+        if self.law is not None and isinstance(self.space, Mapping):  # a law exists only for a dict space
             supports = {name: dist.support() for name, dist in self.space.items()}
             return _LawCheck(self.privacy, self.score_noise, tuple(self.space),
                              frozenset(name for name, s in supports.items() if s is None), self.law.mechanisms)
@@ -136,7 +137,7 @@ class _Partial(Mapping):
         self._params = dict(params)
         self.incomplete = False
 
-    def _defer(self):
+    def _defer(self) -> NoReturn:
         self.incomplete = True
         raise _Incomplete()
 
@@ -171,7 +172,8 @@ class CandidateCheck:
     score_noise: Gaussian | Laplace | None
 
     def actual(self, params: Mapping[str, Any], complete: bool) -> Mechanism | None:
-        view = params if complete else _Partial(params)
+        partial = None if complete else _Partial(params)
+        view = params if partial is None else partial
         try:
             mechanism = self.privacy(view)
         except _Incomplete:
@@ -179,7 +181,7 @@ class CandidateCheck:
         except Exception as exc:  # noqa: BLE001 - reported by type only (the message is the user's)
             raise CandidatePrivacyError(f"privacy(params) raised {type(exc).__name__} on a drawn candidate's "
                                         "params; nothing was released") from None
-        if not complete and view.incomplete:  # it caught the deferral and fell back to something
+        if partial is not None and partial.incomplete:  # it caught the deferral and fell back to something
             return None
         if not isinstance(mechanism, Mechanism):
             raise CandidatePrivacyError(f"privacy(params) must return a Mechanism, got {type(mechanism).__name__}")

@@ -200,7 +200,7 @@ def _register_sklearn(module: Any) -> None:
 
     @_convert.register(BaseEstimator)
     def _(obj: Any, walk: _Walk, path: str, depth: int) -> Any:
-        kind = type(obj)
+        kind: Any = type(obj)  # some estimator class
         trusted = kind in _TRUSTED_ESTIMATORS or kind.__module__.split(".")[0] in TRUSTED_ESTIMATOR_PACKAGES
         if not trusted or type_label(obj) == "a type not importable by its name":
             raise walk.refuse(obj, path, "is not a trusted estimator class (privselect.tuning.release.trust_estimator)")
@@ -267,7 +267,8 @@ def trust_value_type(kind: type) -> type:
     fresh instance holding only the declared fields, converted like everything else, so a field
     that holds randomness state or another unlisted type is refused as usual.
     """
-    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen):
+    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)
+            and kind.__dataclass_params__.frozen):  # type: ignore[attr-defined]  # the stub omits this dataclass attribute
         raise TypeError(f"kind must be a frozen dataclass, got {kind!r}")
     _convert.register(kind, _rebuild_value)
     return kind

@@ -16,7 +16,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -211,11 +211,11 @@ class Probe(Mapping):
         self._names, self._values, self._continuous = names, dict(values), continuous
         self.refused: list[LookupError | ValueError] = []
 
-    def _refuse(self, error: LookupError | ValueError):
+    def _refuse(self, error: LookupError | ValueError) -> NoReturn:
         self.refused.append(error)
         raise error
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: object) -> Any:
         if not isinstance(name, str) or name not in self._names:
             self._refuse(UndeclaredAccess(f"privacy(params) read {name!r}, which is not declared: the certificate "
                                           "covers only hyperparameters whose law it knows (the search space; for a "
@@ -271,13 +271,14 @@ def probe_privacy(privacy: Callable[[Any], Any], probe: Probe) -> Any:
     return result
 
 
-def privacy_law(space: SearchSpace, privacy: Callable[[Any], Any], transform: Callable[[Any], Any] = lambda m: m):
+def privacy_law(space: SearchSpace | None, privacy: Callable[[Any], Any], transform: Callable[[Any], Any] = lambda m: m):
     """The law of ``transform(privacy(params))`` for params drawn from ``space``; exact, by enumeration.
 
     Only the hyperparameters that ``privacy`` reads are enumerated (discovered by reading:
     a read of a new finite hyperparameter adds it and starts again), each with its sampling
     probabilities (``Choice``, ``IntUniform``); the others integrate out. A read of a
-    hyperparameter with a continuous law raises [`ContinuousDependence`][privselect.tuning.space.ContinuousDependence], naming it;
+    hyperparameter with a continuous law (or a ``space`` that is not a dict: callable or None) raises
+    [`ContinuousDependence`][privselect.tuning.space.ContinuousDependence], naming it;
     a read of an undeclared name, or iteration over params, raises
     [`UndeclaredAccess`][privselect.tuning.space.UndeclaredAccess] (see [`Probe`][privselect.tuning.space.Probe]).
     Equal mechanisms are merged. Returns a

@@ -20,7 +20,7 @@ that depends on the data is part of the mechanism.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -334,7 +334,7 @@ class PrivateTuner:
 
     def _run(self, data: Any, certificate: Certificate) -> TuningResult:
         if self.search is not None:
-            selected, final_output = self._run_search(data), None
+            selected, final_output = self._run_search(self.search, data), None
         elif self.pipeline:
             selected, final_output = run_pipeline(self._task(), data, self._plan(), final=self.final,
                                                   tuning_rate=self.tuning_rate, split=self.split)
@@ -346,10 +346,12 @@ class PrivateTuner:
         return TuningResult(selected.params, selected.score, selected.output, True, certificate, revealed,
                             final_output)
 
-    def _run_search(self, data: Any):
+    def _run_search(self, search: AdaptiveSearch, data: Any):
         """The adaptive search: its state (the released scores so far) lives in this frame only."""
+        space = self.search_space
+        assert isinstance(space, Mapping)  # __init__ refuses search= without a dict of distributions
         check_candidate = self._privacy.candidate_check(self.k, self.delta, self.accountant, None)
-        task = AdaptiveTask(self.search.start(self.search_space, self.direction),
+        task = AdaptiveTask(search.start(space, self.direction),
                             _AdaptiveCandidate(self.train, check_candidate))
         try:
             return run_selection(task, data, self._plan(), observe=task.observe)

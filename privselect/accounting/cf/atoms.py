@@ -40,9 +40,9 @@ class _AtomTable:
         """out[i] = sum_{t >= i} w_t (out[n] = 0), summed in blocks."""
         n = w.size
         pad = -(-n // cls._BLOCK) * cls._BLOCK
-        blocks = np.zeros(pad)
-        blocks[:n] = w
-        blocks = blocks.reshape(-1, cls._BLOCK)
+        padded = np.zeros(pad)
+        padded[:n] = w
+        blocks = padded.reshape(-1, cls._BLOCK)
         inner = np.cumsum(blocks[:, ::-1], axis=1)[:, ::-1]  # suffix within each block
         tails = np.concatenate([np.cumsum(inner[::-1, 0])[::-1][1:], [0.0]])  # later blocks
         return np.concatenate([(inner + tails[:, None]).reshape(-1)[:n], [0.0]])

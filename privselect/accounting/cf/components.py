@@ -13,6 +13,7 @@ from scipy import special
 from ...errors import UnsupportedMechanismError
 from ...mechanisms import Mechanism
 from ..plrv import DirectedLosses, GaussianLoss, LaplaceLoss, PrivacyLoss, SubsampledLoss, TwoPointLoss, composed_losses
+from ..plrv.quadrature import ContinuousQuadrature
 from ..profile import CertificationError
 from .numerics import _EPS, _exp_ratio, _fourier_sum
 from .options import CFOptions
@@ -25,7 +26,7 @@ class _Component:
     """
 
     has_continuous = False
-    quadrature = False
+    quadrature = False  # True: the continuous part comes by quadrature over the ``rule``
 
     def __init__(self, loss: PrivacyLoss, count: int, accountant: CFOptions) -> None:
         self.loss, self.count, self.options = loss, int(count), accountant
@@ -88,6 +89,10 @@ class _Component:
         """Non-increasing (in u >= 0) bound on log |E_P[e^{(v-iu)L}; continuous part]|."""
         return np.full(np.shape(u), -np.inf)
 
+    def rule(self, v: float, u_max: float) -> ContinuousQuadrature:
+        """The quadrature rule for (v, u_max): components with ``quadrature`` only."""
+        raise NotImplementedError(f"{type(self).__name__} has no quadrature rule")
+
 
 @functools.singledispatch
 def _component(loss: PrivacyLoss, count: int, accountant: CFOptions) -> _Component:
@@ -95,6 +100,7 @@ def _component(loss: PrivacyLoss, count: int, accountant: CFOptions) -> _Compone
 
 
 class _GaussianComponent(_Component):
+    loss: GaussianLoss
     has_continuous = True
 
     def log_continuous_mgf(self, v):
@@ -115,6 +121,7 @@ class _GaussianComponent(_Component):
 
 
 class _LaplaceComponent(_Component):
+    loss: LaplaceLoss
     has_continuous = True
 
     def log_continuous_mgf(self, v):
@@ -136,6 +143,8 @@ class _LaplaceComponent(_Component):
 class _SubsampledComponent(_Component):
     """Poisson/without-replacement subsampled loss: phi by quadrature over the base law."""
 
+    loss: SubsampledLoss
+
     def __init__(self, loss, count, accountant):
         super().__init__(loss, count, accountant)
         try:
@@ -156,7 +165,7 @@ class _SubsampledComponent(_Component):
         self._mgf_cache: dict[float, tuple[float, float]] = {}
         self._last_rule: tuple[tuple[float, float], Any] | None = None
 
-    def rule(self, v: float, u_max: float):
+    def rule(self, v: float, u_max: float) -> ContinuousQuadrature:
         """The loss's quadrature rule for (v, u_max); the last one is kept, since sizing a grid
         (`CFCurve._quadrature_work`) and filling it ask for the same rule in turn."""
         key = (float(v), float(u_max))
@@ -285,9 +294,14 @@ def sampled_steps(mechanism: Mechanism) -> float:
     rate (rate 1 for a component that is not subsampled). Below about 1 the composed characteristic
     function barely decays in u (|phi(u)|^k tends to (1 - q)^k), so CF's grids are long and its
     bracket loose (1 to 10 steps at q <= 0.01: 10-20 s)."""
-    return float(sum(count * (directed.remove.rate if _component.dispatch(type(directed.remove)) is _subsampled_component
-                              else 1.0)
-                     for directed, count in readable_losses(mechanism)))
+    return float(sum(count * _step_rate(directed.remove) for directed, count in readable_losses(mechanism)))
+
+
+def _step_rate(loss: PrivacyLoss) -> float:
+    """The sampling rate of a loss read as subsampled (`_subsampled_component`), else 1."""
+    if isinstance(loss, SubsampledLoss) and _component.dispatch(type(loss)) is _subsampled_component:
+        return loss.rate
+    return 1.0
 
 
 def readable_losses(mechanism: Mechanism) -> tuple[tuple[DirectedLosses, int], ...]:
@@ -298,7 +312,7 @@ def readable_losses(mechanism: Mechanism) -> tuple[tuple[DirectedLosses, int], .
     """
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"not a privselect Mechanism: {type(mechanism).__name__}")
-    out = []
+    out: list[tuple[DirectedLosses, int]] = []
     for part, count in mechanism.components():
         try:
             losses = composed_losses(part)

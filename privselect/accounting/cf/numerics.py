@@ -52,8 +52,8 @@ def _fourier_sum(log_a: np.ndarray, loc: np.ndarray, step: float, n: int) -> tup
     chunk = 1024
     chunks = int(math.ceil(loc.size / chunk))
     if n == 1:  # u = 0 only (the tilted mass): a plain sum, pairwise (error below the bound used)
-        rounding = _EPS * (chunk + chunks + 8) * float(np.sum(a))
-        return np.array([np.sum(a)], dtype=complex), np.array([rounding])
+        total_rounding = _EPS * (chunk + chunks + 8) * float(np.sum(a))
+        return np.array([np.sum(a)], dtype=complex), np.array([total_rounding])
     block = max(1, int(math.ceil(math.sqrt(n))))
     blocks = int(math.ceil(n / block))
     rows = np.arange(block) * step
@@ -101,7 +101,7 @@ def _exp_ratio(value: float, log_ref: float) -> float:
     return math.exp(math.log(value) - log_ref) if value > 0 else 0.0
 
 
-def _log_expm1_neg(x: np.ndarray) -> np.ndarray:
+def _log_expm1_neg(x: np.ndarray | float) -> np.ndarray:
     """log(1 - e^{-x}) for x > 0."""
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore"):

@@ -26,3 +26,6 @@ class CFOptions(Protocol):
 
     @property
     def max_quadrature_nodes(self) -> int: ...
+
+    @property
+    def max_memory(self) -> float: ...

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -200,7 +201,7 @@ class SubsampledLoss(PrivacyLoss):
 
     # -- facts for Fourier inversion (characteristic-function accountant) ----------------
 
-    def _base_continuous(self) -> tuple | None:
+    def _base_continuous(self) -> tuple[Callable[[np.ndarray], np.ndarray], tuple[float, float], float] | None:
         """(log-density of the base continuous part under P, its support, bound on |(log f)''|)."""
         base = self.base
         if isinstance(base, GaussianLoss):
@@ -212,7 +213,8 @@ class SubsampledLoss(PrivacyLoss):
             return (lambda l: (l - mu) / 2 - math.log(4.0)), (-base.mu, base.mu), 0.0
         return None
 
-    def _log_continuous_tv(self, v: float) -> float:
+    def _log_continuous_tv(self, v: float,
+                           base_part: tuple[Callable[[np.ndarray], np.ndarray], tuple[float, float], float]) -> float:
         """log of a bound on the total variation of the tilted continuous density.
 
         In the base-loss variable l, the density of L (continuous part, tilted by e^{vL}) is
@@ -224,11 +226,13 @@ class SubsampledLoss(PrivacyLoss):
         a bounded support), so TV(w) <= 4 sup w. sup F over the interval holding the critical
         points is bounded by the maximum on a grid plus K h^2 / 8, K >= |F''| = |c| g'' + K_f,
         g'' <= 1/4. Total variation is invariant under the monotone change of variable l -> L.
+        ``base_part`` is `_base_continuous` (not None).
         """
-        log_f, (lo, hi), curvature = self._base_continuous()
+        log_f, (lo, hi), curvature = base_part
         q = self.rate
         c = v + 2.0 if self.direction == "remove" else 1.0 - v
-        if math.isinf(lo):  # Gaussian base: critical points of F lie in this interval
+        if math.isinf(lo) and isinstance(self.base, GaussianLoss):  # (an unbounded support is a Gaussian base's)
+            # Gaussian base: critical points of F lie in this interval
             mu2 = self.base.mu ** 2
             lo, hi = mu2 / 2 + mu2 * (min(0.0, c) - 2), mu2 / 2 + mu2 * (max(0.0, c) - 2)
         grid = np.linspace(lo, hi, 2001)
@@ -239,9 +243,10 @@ class SubsampledLoss(PrivacyLoss):
 
     def continuous_variation(self) -> float:
         """TV of the untilted density (`_log_continuous_tv` at v = 0); 0 for atomic bases."""
-        if self._base_continuous() is None:
+        base_part = self._base_continuous()
+        if base_part is None:
             return 0.0
-        log_tv = self._log_continuous_tv(0.0)
+        log_tv = self._log_continuous_tv(0.0, base_part)
         return math.exp(log_tv) if log_tv < 709.0 else math.inf  # a valid (if useless) bound
 
     def log_fourier_envelope(self, v, u):
@@ -251,10 +256,11 @@ class SubsampledLoss(PrivacyLoss):
         randomized-response and pure-DP bases, which have no continuous part.
         """
         u = np.asarray(u, dtype=float)
-        if self._base_continuous() is None:
+        base_part = self._base_continuous()
+        if base_part is None:
             return np.full(u.shape, -np.inf)
         with np.errstate(divide="ignore"):
-            return self._log_continuous_tv(v) - np.log(np.abs(u))
+            return self._log_continuous_tv(v, base_part) - np.log(np.abs(u))
 
     def continuous_quadrature(self, v: float, u_max: float, refine: int = 0,
                               max_nodes: int = 1 << 22) -> ContinuousQuadrature:
@@ -291,6 +297,7 @@ class SubsampledLoss(PrivacyLoss):
 
             fine, coarse = rule(24), rule(18)
             return ContinuousQuadrature(fine[0], fine[1], coarse[0], coarse[1], 0.0)
+        assert isinstance(self.base, GaussianLoss)  # a continuous base part that is not Laplace: Gaussian
         mu = self.base.mu
         log_tol = math.log(1e-17)
         if self.direction == "remove":

@@ -167,7 +167,7 @@ def _chernoff_orders(cells: Sequence[_Cells], h: float, eta_side: float) -> list
         crit = np.where(np.isfinite(approx), (approx - log_eta) / lam, np.inf)
         k = int(np.argmin(crit))
         cand = lam[max(k - 1, 0): k + 2]
-        exact = sum(c.count * _log_mgf_cells(c, h, sign * cand) for c in cells)
+        exact = sum((c.count * _log_mgf_cells(c, h, sign * cand) for c in cells), np.zeros(cand.shape))
         out.append((cand, exact))
     return out
 

@@ -33,7 +33,7 @@ def _conversion(conversion: object) -> str:
 
 def _like(template: object, values: np.ndarray) -> Any:
     """A Python float for scalar input, an array of the input's shape otherwise."""
-    if np.ndim(template) == 0:
+    if np.asarray(template).ndim == 0:  # np.ndim, whose stub does not take an object
         return float(np.asarray(values).reshape(-1)[0])
     return values
 

@@ -312,12 +312,13 @@ def _(mechanism: SampledWithoutReplacement, a: np.ndarray) -> np.ndarray:
 @_curve.register
 def _(mechanism: ProfileMechanism, a: np.ndarray) -> np.ndarray:
     # exact Renyi divergences of the discrete dominating pair; +inf where it has mass at +-inf
-    return np.maximum(mechanism.losses.remove.renyi(a), mechanism.losses.add.renyi(a))
+    remove, add = mechanism.discrete_losses
+    return np.maximum(remove.renyi(a), add.renyi(a))
 
 
 @_subsampled_curve.register
 def _(base: ProfileMechanism, rate: float, a: np.ndarray) -> np.ndarray:
-    loss = base.losses.remove
+    loss = base.discrete_losses[0]
     return np.maximum(*(loss.poisson_subsampled(rate, side).renyi(a) for side in ("remove", "add")))
 
 

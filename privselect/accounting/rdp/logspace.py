@@ -67,7 +67,7 @@ def _log_phi(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _log_binomial_remainder(s: np.ndarray, log1p_s: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+def _log_binomial_remainder(s: np.ndarray | float, log1p_s: np.ndarray | float, alpha: np.ndarray | float) -> np.ndarray:
     """log((1+s)^alpha - 1 - alpha s) for s > -1, alpha > 1 (the value is >= 0).
 
     ``log1p_s`` must be log(1+s) computed accurately by the caller (s may be within

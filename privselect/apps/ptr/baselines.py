@@ -101,8 +101,8 @@ class OutputPerturbationRegressor(SingleReleaseCertified, PrivateLinearRegressor
 
     def sensitivity(self) -> float:
         """Add/remove L2 sensitivity Delta = B_x (B_y + B_x theta_bound) / alpha of the constrained minimiser."""
-        self._check_bounds()
-        return self.x_bound * (self.y_bound + self.x_bound * self.theta_bound) / self.alpha
+        x_bound, y_bound = self._bounds()
+        return x_bound * (y_bound + x_bound * self.theta_bound) / self.alpha
 
     def noise_scale(self) -> float:
         """Gamma scale Delta/eps (pure) or Gaussian standard deviation Delta sigma_G(eps, delta)."""
@@ -185,11 +185,12 @@ class AdaOPSRegressor(SingleReleaseCertified, PrivateLinearRegressor):
 
     def fit(self, X, y):
         self._check_common()
+        x_bound, y_bound = self._bounds()
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         Xc, yc = self._prepare(X, y)
         d = Xc.shape[1]
-        bx2 = self.x_bound ** 2
+        bx2 = x_bound ** 2
         rng = self._rng()
         eps1, eps2, eps_ops, delta_ops, p1, p2 = self._budget()
         lam_min = float(max(np.linalg.eigvalsh(Xc.T @ Xc)[0], 0.0))
@@ -204,7 +205,7 @@ class AdaOPSRegressor(SingleReleaseCertified, PrivateLinearRegressor):
         alpha = float(t[np.argmin(objective)])
         h = max(alpha, alpha + lam_lower - bx2)
         theta, chol = ridge_solution(Xc, yc, alpha)
-        log_norm = math.log(self.y_bound + self.x_bound * float(np.linalg.norm(theta)))
+        log_norm = math.log(y_bound + x_bound * float(np.linalg.norm(theta)))
         u_upper = float(LaplaceBound(math.log1p(bx2 / h), eps2, p2, "upper").release(log_norm, rng))
         gamma = ops_gamma(bx2 / h, math.exp(u_upper) * (1 + bx2 / h), eps_ops, delta_ops, self.mode)
         self.alpha_, self.gamma_ = alpha, gamma

@@ -181,7 +181,8 @@ def load_uci(name: str, root: str | Path | None = None, *, strict: bool = True) 
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"no such data folder: {root}")
-    tables, dropped = [], 0
+    tables: list[np.ndarray] = []
+    dropped = 0
     for file in spec.files:
         table, n_dropped = read_numeric_table(root / file, spec.separator, strict=strict)
         if tables and table.shape[1] != tables[0].shape[1]:

@@ -82,6 +82,7 @@ class _Trainer:
 
     def __init__(self, owner: PrivateRegressorSelection, budget: RunBudget, clip: float) -> None:
         self.owner = owner
+        self.y_bound = owner._bounds()[1]
         self.budget = budget
         self.clip = clip
 
@@ -93,7 +94,7 @@ class _Trainer:
         est.set_params(random_state=rng)
         fit_quietly(est, X_train, y_train)
         est.set_params(random_state=None)  # the run's generator is never part of what is released
-        return clipped_squared_error(est.coef_, X_val, y_val, self.owner.y_bound, self.clip), est
+        return clipped_squared_error(est.coef_, X_val, y_val, self.y_bound, self.clip), est
 
 
 class PrivateRegressorSelection(PrivateLinearRegressor):
@@ -175,7 +176,7 @@ class PrivateRegressorSelection(PrivateLinearRegressor):
         budget = self.run_budget()
         candidates = self._candidates()
         fraction = check.open_unit("validation_fraction", self.validation_fraction)
-        clip = check.positive("score_clip", self.score_clip) * self.y_bound ** 2
+        clip = check.positive("score_clip", self.score_clip) * self._bounds()[1] ** 2
         Xc, yc = self._prepare(X, y)
         rng = self._rng()
         held_out = rng.random(len(yc)) < fraction  # per-record coins, independent of the values

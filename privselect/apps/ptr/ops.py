@@ -392,13 +392,14 @@ class OPSLocalBounds:
     ``h_minus`` lower-bounds lambda_min(H(S)) of the smaller set S of every pair; ``mu_bound`` =
     B_x^2/h_-; ``residual_bound`` = R_+; ``log_norm`` = u(X) = log(B_y + B_x ||theta_hat(X)||) and
     ``log_norm_sensitivity`` = log(1 + B_x^2/h_-) bounds |u(X) - u(X')| for every neighbour X'.
+    Floats, or arrays when built by `bounds_from_statistics` from arrays (vectorised).
     """
 
-    h_minus: float
-    mu_bound: float
-    residual_bound: float
-    log_norm: float
-    log_norm_sensitivity: float
+    h_minus: float | np.ndarray
+    mu_bound: float | np.ndarray
+    residual_bound: float | np.ndarray
+    log_norm: float | np.ndarray
+    log_norm_sensitivity: float | np.ndarray
 
 
 def _h_minus(alpha: float, lambda_min: float, x_bound: float) -> float:
@@ -419,7 +420,7 @@ def ops_local_bounds(X: np.ndarray, y: np.ndarray, alpha: float, x_bound: float,
                                   x_bound)
 
 
-def bounds_from_statistics(alpha: float, lambda_min, log_norm, x_bound: float):
+def bounds_from_statistics(alpha: float, lambda_min, log_norm, x_bound: float) -> OPSLocalBounds:
     """OPSLocalBounds from (a bound on) lambda_min(X^T X) and (a bound on) u(X) (vectorised if arrays)."""
     lam_min = np.asarray(lambda_min, dtype=float)
     h = np.maximum(alpha, alpha + lam_min - x_bound ** 2)

@@ -30,7 +30,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ... import _validation as check
-from ...mechanisms import ApproxDP
+from ...mechanisms import ApproxDP, Mechanism
 from ...tuning.release import trust_value_type
 from .certificate import release_certificate
 from .gptr import BOTTOM, GeneralizedPTR, LaplaceBound, PTRResult
@@ -53,6 +53,11 @@ MODES = ("exact", "safe")
 
 class SingleReleaseCertified:
     """Mixin of the regressors that release once: ``certificate_`` derived from their public parameters."""
+
+    @property
+    def privacy(self) -> Mechanism:
+        """The mechanism of one fit; every regressor using this mixin defines it."""
+        raise NotImplementedError
 
     @property
     def certificate_(self):
@@ -93,9 +98,12 @@ class PrivateLinearRegressor(RegressorMixin, BaseEstimator):
     raises ``ValueError`` naming the one not given ([`public_bound`][privselect.apps.ptr.regression.public_bound]).
     """
 
+    def _bounds(self) -> tuple[float, float]:
+        """(x_bound, y_bound) validated by `public_bound` (raises naming the one not given)."""
+        return public_bound("x_bound", self.x_bound), public_bound("y_bound", self.y_bound)
+
     def _check_bounds(self) -> None:
-        public_bound("x_bound", self.x_bound)
-        public_bound("y_bound", self.y_bound)
+        self._bounds()
 
     def _check_common(self) -> None:
         check.positive("epsilon", self.epsilon)
@@ -184,6 +192,7 @@ class OPSRegressor(SingleReleaseCertified, PrivateLinearRegressor):
 
     def fit(self, X, y):
         self._check_common()
+        x_bound, y_bound = self._bounds()
         n_max = check.positive_int("n_max", self.n_max)
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
@@ -193,12 +202,11 @@ class OPSRegressor(SingleReleaseCertified, PrivateLinearRegressor):
         if n > n_max:  # never refuse (that would reveal n > n_max): keep a uniformly random n_max-subset
             keep = np.sort(rng.choice(n, size=n_max, replace=False))
             Xc, yc = Xc[keep], yc[keep]
-        alpha = (balanced_alpha(n_max, d, self.epsilon, self.delta, self.x_bound, self.y_bound)
+        alpha = (balanced_alpha(n_max, d, self.epsilon, self.delta, x_bound, y_bound)
                  if self.alpha is None else check.positive("alpha", self.alpha))
-        theta_bound = min(self.y_bound * math.sqrt(n_max) / (2 * math.sqrt(alpha)),
-                          n_max * self.x_bound * self.y_bound / alpha)
-        residual = self.y_bound + self.x_bound * theta_bound
-        gamma = ops_gamma(self.x_bound ** 2 / alpha, residual, self.epsilon, self.delta, self.mode)
+        theta_bound = min(y_bound * math.sqrt(n_max) / (2 * math.sqrt(alpha)), n_max * x_bound * y_bound / alpha)
+        residual = y_bound + x_bound * theta_bound
+        gamma = ops_gamma(x_bound ** 2 / alpha, residual, self.epsilon, self.delta, self.mode)
         self.alpha_, self.gamma_ = alpha, gamma
         if gamma <= 0:  # data-independent: no gamma meets the target at this alpha
             raise ValueError(f"no gamma > 0 makes OPS ({self.epsilon}, {self.delta})-DP at alpha={alpha:g}; "
@@ -506,6 +514,7 @@ class OPSPTRRegressor(SingleReleaseCertified, PrivateLinearRegressor):
     def mechanism(self, d: int | None = None) -> OPSPTR:
         """The OPS-PTR description these parameters define (validates them); ``d`` feeds the default alpha."""
         self._check_common()
+        x_bound, y_bound = self._bounds()
         fe = check.real("eigen_fraction", self.eigen_fraction)
         fn = check.real("norm_fraction", self.norm_fraction)
         if not (0 <= fe < 1 and 0 < fn < 1 and fe + fn < 1):
@@ -523,12 +532,12 @@ class OPSPTRRegressor(SingleReleaseCertified, PrivateLinearRegressor):
         if self.alpha is None:
             if d is None:
                 raise ValueError("the default alpha needs the number of features d")
-            alpha = default_ops_ptr_alpha(eps_ops, delta_ops, eps_norm, p2, d, n_max, self.x_bound, self.y_bound)
+            alpha = default_ops_ptr_alpha(eps_ops, delta_ops, eps_norm, p2, d, n_max, x_bound, y_bound)
         else:
             alpha = check.positive("alpha", self.alpha)
         return OPSPTR(alpha=alpha, gamma=gamma, epsilon_eigen=fe * self.epsilon, epsilon_norm=eps_norm,
                       epsilon_ops=eps_ops, delta_ops=delta_ops, failure_eigen=p1, failure_norm=p2,
-                      x_bound=self.x_bound, y_bound=self.y_bound, mode=self.mode)
+                      x_bound=x_bound, y_bound=y_bound, mode=self.mode)
 
     @property
     def privacy(self) -> ApproxDP:

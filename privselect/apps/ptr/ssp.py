@@ -158,26 +158,28 @@ class AdaSSPRegressor(SingleReleaseCertified, PrivateLinearRegressor):
             n_max = check.positive_int("n_max", self.n_max)
             if d is None:
                 raise ValueError("release_lambda_min='auto' with n_max depends on d: call fit first")
-            return releases_lambda_min(d, self.epsilon, self.delta, n_max, self.x_bound, self.rho)
+            return releases_lambda_min(d, self.epsilon, self.delta, n_max, self._bounds()[0], self.rho)
         if choice is True or choice is False:
             return choice
         raise ValueError(f"release_lambda_min must be True, False or 'auto', got {choice!r}")
 
     def noise_scales(self, d: int | None = None) -> tuple[float, float, float]:
         """(sigma_lambda_min or 0, sigma_XtX, sigma_Xty): sensitivity x sqrt(r) sigma_G(eps, delta), r releases."""
-        self._check_bounds()
+        x_bound, y_bound = self._bounds()
         three = self._three_releases(d)
         multiplier = math.sqrt(3.0 if three else 2.0) * _sigma_g(float(self.epsilon), float(self.delta))
-        return (self.x_bound ** 2 * multiplier if three else 0.0, self.x_bound ** 2 * multiplier,
-                self.x_bound * self.y_bound * multiplier)
+        return (x_bound ** 2 * multiplier if three else 0.0, x_bound ** 2 * multiplier, x_bound * y_bound * multiplier)
 
-    def privacy_for(self, d: int):
-        """The composition of the Gaussian releases made on d features (exactly (eps, delta)-DP)."""
-        self._check_bounds()
+    def privacy_for(self, d: int | None):
+        """The composition of the Gaussian releases made on d features (exactly (eps, delta)-DP).
+
+        ``d=None`` (not fitted) is accepted where the form does not depend on d; otherwise it raises.
+        """
+        x_bound, y_bound = self._bounds()
         three = self._three_releases(d)
         m = math.sqrt(3.0 if three else 2.0) * _sigma_g(float(self.epsilon), float(self.delta))
-        parts = [Gaussian(m, sensitivity=self.x_bound ** 2), Gaussian(m, sensitivity=self.x_bound * self.y_bound)]
-        return compose(Gaussian(m, sensitivity=self.x_bound ** 2), *parts) if three else compose(*parts)
+        parts = [Gaussian(m, sensitivity=x_bound ** 2), Gaussian(m, sensitivity=x_bound * y_bound)]
+        return compose(Gaussian(m, sensitivity=x_bound ** 2), *parts) if three else compose(*parts)
 
     @property
     def privacy(self):
@@ -254,29 +256,31 @@ class AdaSSPWangRegressor(SingleReleaseCertified, PrivateLinearRegressor):
 
     @property
     def privacy(self):
-        self._check_bounds()
+        x_bound, y_bound = self._bounds()
         m = self.noise_multiplier()
-        return compose(Gaussian(m, sensitivity=self.x_bound ** 2), Gaussian(m, sensitivity=self.x_bound ** 2),
-                       Gaussian(m, sensitivity=self.x_bound * self.y_bound))
+        return compose(Gaussian(m, sensitivity=x_bound ** 2), Gaussian(m, sensitivity=x_bound ** 2),
+                       Gaussian(m, sensitivity=x_bound * y_bound))
 
     def release_statistics(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator):
         """The three printed releases on clipped data: (lambda~, X^T X~, X^T y~)."""
-        m, bx2 = self.noise_multiplier(), self.x_bound ** 2
+        x_bound, y_bound = self._bounds()
+        m, bx2 = self.noise_multiplier(), x_bound ** 2
         xtx = X.T @ X
         lam_min = float(max(np.linalg.eigvalsh(xtx)[0], 0.0))
         shift = bx2 * math.log(6 / self.delta) / (self.epsilon / 3)
         lam_lower = max(lam_min + m * bx2 * rng.standard_normal() - shift, 0.0)
         xtx_noisy = _noisy_gram(xtx, m * bx2, rng, symmetrise=False)
-        return lam_lower, xtx_noisy, X.T @ y + m * self.x_bound * self.y_bound * rng.standard_normal(X.shape[1])
+        return lam_lower, xtx_noisy, X.T @ y + m * x_bound * y_bound * rng.standard_normal(X.shape[1])
 
     def fit(self, X, y):
         self._check_common()
+        x_bound, _ = self._bounds()
         rho = check.open_unit("rho", self.rho)
         Xc, yc = self._prepare(X, y)
         d = Xc.shape[1]
         lam_lower, xtx_noisy, xty_noisy = self.release_statistics(Xc, yc, self._rng())
         log6 = math.log(6 / self.delta)
-        alpha = max(0.0, math.sqrt(d * log6 * math.log(2 * d * d / rho)) * self.x_bound ** 2 / (self.epsilon / 3)
+        alpha = max(0.0, math.sqrt(d * log6 * math.log(2 * d * d / rho)) * x_bound ** 2 / (self.epsilon / 3)
                     - lam_lower)
         self.alpha_ = alpha
         self.coef_ = _solve(xtx_noisy + alpha * np.eye(d), xty_noisy)
@@ -426,9 +430,9 @@ class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor)
 
     def _selection_calibration(self) -> tuple[float, float]:
         self._check_common()
+        x_bound, y_bound = self._bounds()
         share = check.open_unit("score_share", self.score_share)
-        m, (eps_s,) = calibrate_ssp(float(self.epsilon), float(self.delta), (share,), float(self.x_bound),
-                                    float(self.y_bound))
+        m, (eps_s,) = calibrate_ssp(float(self.epsilon), float(self.delta), (share,), x_bound, y_bound)
         return m, eps_s
 
     def selects(self) -> bool:
@@ -454,7 +458,8 @@ class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor)
     @property
     def privacy(self):
         m, eps_s = self.calibration()
-        stats = (Gaussian(m, sensitivity=self.x_bound ** 2), Gaussian(m, sensitivity=self.x_bound * self.y_bound))
+        x_bound, y_bound = self._bounds()
+        stats = (Gaussian(m, sensitivity=x_bound ** 2), Gaussian(m, sensitivity=x_bound * y_bound))
         return compose(*stats, PureDP(eps_s)) if eps_s > 0 else compose(*stats)
 
     def certified_epsilon(self) -> float:
@@ -497,12 +502,13 @@ class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor)
                             )._fit_into(self, X, y)
             self.choice_ = None
             return self
-        clip = check.positive("score_clip", self.score_clip) * self.y_bound ** 2
+        x_bound, y_bound = self._bounds()
+        clip = check.positive("score_clip", self.score_clip) * y_bound ** 2
         multipliers = self._multipliers()
         Xc, yc = self._prepare(X, y)
         d = Xc.shape[1]
         rng = self._rng()
-        s2, s3 = m * self.x_bound ** 2, m * self.x_bound * self.y_bound
+        s2, s3 = m * x_bound ** 2, m * x_bound * y_bound
         xtx_noisy = _noisy_gram(Xc.T @ Xc, s2, rng, symmetrise=True)
         xty_noisy = Xc.T @ yc + s3 * rng.standard_normal(d)
         alphas = multipliers * ssp_ridge(d, s2, rho)
@@ -515,7 +521,7 @@ class SSPRidgeSelectionRegressor(SingleReleaseCertified, PrivateLinearRegressor)
             thetas.append(np.zeros(d))
             alphas = np.append(alphas, np.inf)
         coefs = np.column_stack(thetas)
-        pred = np.clip(Xc @ coefs, -self.y_bound, self.y_bound)
+        pred = np.clip(Xc @ coefs, -y_bound, y_bound)
         scores = np.minimum((yc[:, None] - pred) ** 2, clip).sum(axis=0)
         # Gumbel-max: argmax(log prior - eps_s s / clip + Gumbel) has law `exponential_mechanism_probabilities`
         with np.errstate(divide="ignore"):  # a zero prior weight: log 0 = -inf, never chosen

@@ -143,12 +143,10 @@ def _read(path: Path, header: bool, sep: str, encoding: str) -> tuple[tuple[str,
         lines = lines[1:]
         if not lines:
             raise ValueError(f"{path}: no data rows after the header")
-    width = len(names) if names is not None else None
-    rows = np.empty((len(lines), width or len(_fields(lines[0][1], sep))))
+    width = len(names) if names is not None else len(_fields(lines[0][1], sep))
+    rows = np.empty((len(lines), width))
     for i, (number, line) in enumerate(lines):
         fields = _fields(line, sep)
-        if width is None:
-            width = len(fields)
         if len(fields) != width:
             raise ValueError(f"{path}, line {number}: {len(fields)} fields, expected {width} "
                              f"({'the header' if names is not None else 'the first row'}){_separator_hint(line, sep)}")
@@ -192,7 +190,7 @@ def _public_range(name: str, bounds: Mapping, key: int, names: tuple[str, ...]) 
                      "(from a data dictionary: bounds are never read from the data)")
 
 
-def _check_inside(values: np.ndarray, lo: float, hi: float, outside: str, where: list, column: str
+def _check_inside(values: np.ndarray, lo: float, hi: float, outside: str, where: list[tuple[Path, int]], column: str
                   ) -> tuple[np.ndarray, int]:
     bad = (values < lo) | (values > hi)
     if not bad.any():
@@ -239,7 +237,9 @@ def load_table(path: str | Path | Sequence[str | Path], *, target: str | int, he
     paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
     if not paths:
         raise ValueError("path: no file given")
-    names, parts, where = None, [], []
+    names: tuple[str, ...] | None = None
+    parts: list[np.ndarray] = []
+    where: list[tuple[Path, int]] = []
     for p in paths:
         these, values, numbers = _read(p, header, sep, encoding)
         if names is not None and (these != names if header else len(these) != len(names)):
@@ -247,6 +247,7 @@ def load_table(path: str | Path | Sequence[str | Path], *, target: str | int, he
         names = these
         parts.append(values)
         where.extend((p, int(n)) for n in numbers)
+    assert names is not None  # paths is not empty: the loop ran
     data = np.vstack(parts)
     t = _resolve(target, names, paths[0], "target")
     cols = [c for c in range(len(names)) if c != t] if features is None else \

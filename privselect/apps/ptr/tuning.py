@@ -274,6 +274,7 @@ class _Trainer:
 
     def __init__(self, template: OPSPTRRegressor, clip: float) -> None:
         self.template = template
+        self.y_bound = template._bounds()[1]
         self.clip = clip
 
     def __call__(self, params, data, rng):
@@ -281,7 +282,7 @@ class _Trainer:
         est = clone(self.template).set_params(alpha=params["proposal"]["alpha"], random_state=rng)
         fit_quietly(est, X, y)
         est.set_params(random_state=None)  # the run's generator is never part of what is released
-        return clipped_squared_error(est.coef_, X, y, self.template.y_bound, self.clip), est
+        return clipped_squared_error(est.coef_, X, y, self.y_bound, self.clip), est
 
 
 def tuner_seed(random_state) -> int | None:
@@ -390,11 +391,11 @@ class TunedOPSPTRRegressor(PrivateLinearRegressor):
             if not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0
                                  for v in values):
                 raise ValueError(f"alphas must be a non-empty sequence of positive numbers, got {self.alphas!r}")
-            alphas = tuple(a * self.x_bound ** 2 for a in values)
+            alphas = tuple(a * self._bounds()[0] ** 2 for a in values)
         return ops_ptr_candidates(template, alphas)
 
     def _score_clip(self) -> float:
-        return check.positive("score_clip", self.score_clip) * self.y_bound ** 2
+        return check.positive("score_clip", self.score_clip) * self._bounds()[1] ** 2
 
     def fit(self, X, y):
         budget = self.run_budget()
@@ -418,11 +419,13 @@ class TunedOPSPTRRegressor(PrivateLinearRegressor):
         self.run_budget_ = budget
         self.run_privacy_ = run_privacy
         self.candidates_ = candidates
+        certificate: LiuTalwarCertificate | Certificate
         if self.accounting == "liu-talwar":
             _, _, delta2 = liu_talwar_run_budget(float(self.epsilon), float(self.delta), k)
-            self.certificate_ = liu_talwar_certificate(budget.epsilon, budget.delta, k, delta2)
+            certificate = liu_talwar_certificate(budget.epsilon, budget.delta, k, delta2)
         else:
-            self.certificate_: Certificate = result.certificate
+            certificate = result.certificate
+        self.certificate_ = certificate
         self.refused_ = winner is None or bool(winner.refused_)
         self.best_params_ = None if winner is None else {"alpha": winner.alpha_, "gamma": winner.gamma_}
         self.coef_ = np.zeros(Xc.shape[1]) if self.refused_ else winner.coef_

@@ -12,7 +12,14 @@
 The bounds never import ``certify``: ``certify`` composes them into certificates.
 """
 
-from .registry import LawBound, law_bound, register_bound, registered_bounds, unsupported_reason  # noqa: I001
+from .registry import (  # noqa: I001
+    LawBound,
+    applicable_bound,
+    law_bound,
+    register_bound,
+    registered_bounds,
+    unsupported_reason,
+)
 from .profile import SelectionShift, selection_epsilons, selection_profile, selection_shift, selection_shifts
 from .rdp import rdp_selection_epsilon, selection_rdp_curve, supports_rdp_selection
 from .cor62 import (COR62, EPS_Q_RANGE, Cor62Thresholds, all_meet, cor62_thresholds, meets_thresholds,
@@ -20,7 +27,7 @@ from .cor62 import (COR62, EPS_Q_RANGE, Cor62Thresholds, all_meet, cor62_thresho
 from .mixture import K_MIXTURE, KMixtureCurve, k_mixture_profile
 
 __all__ = [
-    "LawBound", "law_bound", "register_bound", "registered_bounds", "unsupported_reason",
+    "LawBound", "law_bound", "applicable_bound", "register_bound", "registered_bounds", "unsupported_reason",
     "SelectionShift", "selection_profile", "selection_shift", "selection_shifts", "selection_epsilons",
     "rdp_selection_epsilon", "selection_rdp_curve", "supports_rdp_selection",
     "COR62", "EPS_Q_RANGE", "Cor62Thresholds", "all_meet", "cor62_thresholds", "meets_thresholds",

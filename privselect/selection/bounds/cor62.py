@@ -28,8 +28,8 @@ from ...accounting import privacy_profile
 from ...accounting.gaussian import gaussian_delta, gaussian_epsilon
 from ...accounting.profile import PrivacyProfile
 from ...mechanisms import Mechanism
-from ..distributions import TruncatedNegativeBinomial
-from .registry import register_bound, unsupported_reason
+from ..distributions import KDistribution, TruncatedNegativeBinomial
+from .registry import applicable_bound, register_bound, unsupported_reason
 
 __all__ = ["COR62", "Cor62Thresholds", "cor62_thresholds", "meets_thresholds", "smallest_cor62_base_epsilon",
            "EPS_Q_RANGE", "all_meet"]
@@ -102,17 +102,18 @@ def meets_thresholds(candidate: Mechanism | PrivacyProfile, thresholds: Cor62Thr
     return bool(d[0] <= thresholds.delta1 and d[1] <= thresholds.delta_hat)
 
 
-def all_meet(profiles: list[PrivacyProfile], eps_q: float, delta: float, k) -> Cor62Thresholds | None:
-    """The Cor. 6.2 thresholds of ``eps_q`` if every profile meets them, else None."""
+def all_meet(profiles: list[PrivacyProfile], eps_q: float, delta: float, k: KDistribution) -> Cor62Thresholds | None:
+    """The Cor. 6.2 thresholds of ``eps_q`` if every profile meets them, else None (also where Cor. 6.2
+    does not apply to ``k``)."""
     try:
-        th = cor62_thresholds(eps_q, delta, k)
+        th = applicable_bound(k, "cor62").rule(eps_q, delta, k)
     except ValueError:
         return None
     return th if all(meets_thresholds(p, th) for p in profiles) else None
 
 
 def smallest_cor62_base_epsilon(profiles: list[PrivacyProfile], delta: float,
-                                k: TruncatedNegativeBinomial) -> Cor62Thresholds | None:
+                                k: KDistribution) -> Cor62Thresholds | None:
     """Thresholds at (about) the smallest ε_Q that every profile meets; None if none in range does."""
     lo, hi = EPS_Q_RANGE
     best = all_meet(profiles, hi, delta, k)

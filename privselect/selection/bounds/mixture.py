@@ -104,10 +104,10 @@ def _buckets(k_dist: KDistribution, tail: float, ratio: float,
         if start > 10**7:
             raise ValueError("K's tail is too heavy to bound with the mixture bound (k_max > 1e7)")
     k_max = max(k_max, 1)  # K = 0 up to the tail (e.g. a Poisson of mean 1e-300): one bucket k = 1 all the same
-    ends = list(range(1, min(k_max, exact_up_to) + 1))
-    while ends[-1] < k_max:
-        ends.append(min(k_max, max(ends[-1] + 1, int(math.ceil(ends[-1] * ratio)))))
-    ends = np.array(ends)
+    bucket_ends = list(range(1, min(k_max, exact_up_to) + 1))
+    while bucket_ends[-1] < k_max:
+        bucket_ends.append(min(k_max, max(bucket_ends[-1] + 1, int(math.ceil(bucket_ends[-1] * ratio)))))
+    ends = np.array(bucket_ends)
     cdf_at = np.cumsum(k_dist.pmf(np.arange(0, k_max + 1)))[ends]
     probs = np.diff(np.concatenate([[k_dist.pmf(0) if k_dist.min_k == 0 else 0.0], cdf_at]))
     # the sum carries absolute rounding <= (k_max + 1) u: added to the tail
@@ -179,7 +179,8 @@ class KMixtureCurve(DirectionalCurve):
 
     def delta_bounds(self, eps):
         e = np.asarray(eps, dtype=float)
-        lower, upper = 0.0, 0.0
+        lower: float | np.ndarray = 0.0
+        upper: float | np.ndarray = 0.0
         for w, curve in self.parts:
             lo, up = curve.delta_bounds(e)
             lower, upper = lower + w * lo, upper + w * up
@@ -233,8 +234,8 @@ class _RunLaw:
         out = []
         for sign in (1.0, -1.0):
             if sign not in self._coarse:
-                self._coarse[sign] = sum(c.count * log_mgf_cells(c, self.h, sign * COARSE_ORDERS, coarse=True)
-                                         for c in self.cells)
+                self._coarse[sign] = sum((c.count * log_mgf_cells(c, self.h, sign * COARSE_ORDERS, coarse=True)
+                                          for c in self.cells), np.zeros_like(COARSE_ORDERS))
             approx = k * self._coarse[sign]
             crit = np.where(np.isfinite(approx), (approx - math.log(eta_side)) / COARSE_ORDERS, np.inf)
             best = int(np.argmin(crit))
@@ -430,7 +431,7 @@ def _prv_mixture_curves(base: Mechanism, ends: np.ndarray, probs: np.ndarray, k_
     scale, _ = epsilon_scale(reference, [(ls, c * k_ref) for ls, c in parts], symmetric, target_delta)
     eps_target = rel_eps_error * max(scale, 0.1)
     delta_error = target_delta / 1000
-    out = []
+    out: list[tuple[str, list[tuple[float, DirectionalCurve]]]] = []
     for direction in (("both",) if symmetric else ("remove", "add")):
         components = [(getattr(losses, "remove" if direction == "both" else direction), count)
                       for losses, count in parts]
@@ -496,8 +497,8 @@ def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1
     if not shared:
         source = f"{accountant} per bucket (shared=False)"
     elif not accountant_options and accountant in ("auto", "exact") and get_accountant("exact").supports(base) is None:
-        curves = _gaussian_bucket_curves(base, ends)
-        directions, source = [("both", list(zip(probs, curves)))], "exact (sqrt(k) mu-GDP per bucket)"
+        gaussian_curves = _gaussian_bucket_curves(base, ends)
+        directions, source = [("both", list(zip(probs, gaussian_curves)))], "exact (sqrt(k) mu-GDP per bucket)"
     elif not accountant_options and accountant in ("auto", "prv"):
         try:
             directions = _prv_mixture_curves(base, ends, probs, _reference_k(ends, probs, p_zero, target_delta),

@@ -30,7 +30,7 @@ import numpy as np
 from ...accounting import privacy_profile
 from ...accounting.profile import PrivacyProfile, ScaledShiftedCurve
 from ..distributions import Binomial, KDistribution, Poisson, TruncatedNegativeBinomial
-from .registry import law_bound, register_bound, unsupported_reason
+from .registry import applicable_bound, register_bound, unsupported_reason
 
 __all__ = ["SelectionShift", "selection_shift", "selection_shifts", "selection_profile", "selection_epsilons"]
 
@@ -130,7 +130,7 @@ def selection_shifts(base: PrivacyProfile, laws: Sequence[KDistribution]) -> lis
         reason = unsupported_reason(k_dist, "profile")
         if reason is not None:
             raise TypeError(reason if reason.startswith("k ") else f"k: {reason}")
-        entries.append(law_bound(k_dist, "profile"))
+        entries.append(applicable_bound(k_dist, "profile"))
     table = _grid_table(base)
     lows, highs, best_eps1, best_shift = [], [], [], []
     for k_dist, entry in zip(laws, entries):
@@ -160,7 +160,7 @@ def selection_shifts(base: PrivacyProfile, laws: Sequence[KDistribution]) -> lis
     for _ in range(_ZOOM_MAX_ROUNDS):
         local = lo[active, None] + (hi - lo)[active, None] * steps[None, :]
         deltas = base.delta(local.reshape(-1)).reshape(local.shape)
-        local_values = np.stack([entries[j].rule(laws[j], local[r], deltas[r]) for r, j in enumerate(active)])
+        local_values = np.stack([entries[j].rule(laws[j], local[r], deltas[r]) for r, j in enumerate(active.tolist())])
         i = np.argmin(local_values, axis=1)
         rows = np.arange(active.size)
         neighbours = np.maximum(local_values[rows, np.maximum(i - 1, 0)],
@@ -202,7 +202,7 @@ def selection_epsilons(base, laws: Sequence[KDistribution], delta: float, **acco
 def _shifted_curve(base_profile: PrivacyProfile, k_dist: KDistribution, sel: SelectionShift) -> ScaledShiftedCurve:
     # Thm 5.2 holds for every eps; Thm 5.7 and Cor. 5.8 are stated for eps > 0 (the table says which).
     return ScaledShiftedCurve(base_profile, scale=sel.mean, shift=sel.shift,
-                              positive_eps_only=not law_bound(k_dist, "profile").every_eps,
+                              positive_eps_only=not applicable_bound(k_dist, "profile").every_eps,
                               label="selection_mean_amplification")
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from ...accounting import get_accountant, rdp
 from ...mechanisms import Mechanism
 from ..distributions import KDistribution, Poisson, TruncatedNegativeBinomial
-from .registry import law_bound, register_bound, unsupported_reason
+from .registry import applicable_bound, register_bound, unsupported_reason
 
 __all__ = ["selection_rdp_curve", "rdp_selection_epsilon", "supports_rdp_selection"]
 
@@ -76,7 +76,7 @@ def selection_rdp_curve(base: Mechanism, k_dist: KDistribution, orders: np.ndarr
     if reason:
         raise ValueError(reason)
     orders = rdp.DEFAULT_ORDERS if orders is None else np.asarray(orders, dtype=float)
-    out = law_bound(k_dist, "rdp").rule(k_dist, orders, rdp.rdp_curve(base, orders))
+    out = applicable_bound(k_dist, "rdp").rule(k_dist, orders, rdp.rdp_curve(base, orders))
     return _monotone(np.where(np.isfinite(out), out, np.inf))
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..distributions import KDistribution
 
-__all__ = ["LawBound", "register_bound", "law_bound", "unsupported_reason", "registered_bounds"]
+__all__ = ["LawBound", "register_bound", "law_bound", "applicable_bound", "unsupported_reason", "registered_bounds"]
 
 
 def _no_condition(k: KDistribution) -> str | None:
@@ -32,23 +32,27 @@ class LawBound:
 
     ``rule`` is the law-specific part of ``theorem`` (its signature is the family's business);
     ``requires(k)`` names a violated condition on the law's parameters (None: the bound
-    applies); ``every_eps`` is False where the theorem is stated for eps > 0 only.
+    applies; called with instances of ``law`` only); ``every_eps`` is False where the theorem is
+    stated for eps > 0 only.
     """
 
     law: type
     family: str
     theorem: str
-    rule: Callable[..., Any] | None = None
-    requires: Callable[[KDistribution], str | None] = _no_condition
+    rule: Callable[..., Any]
+    requires: Callable[[Any], str | None] = _no_condition
     every_eps: bool = True
 
 
 _TABLE: dict[tuple[type, str], LawBound] = {}
 
 
-def register_bound(law: type, family: str, theorem: str, *, requires: Callable[[KDistribution], str | None] | None = None,
+def register_bound(law: type, family: str, theorem: str, *, requires: Callable[[Any], str | None] | None = None,
                    every_eps: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator: register ``rule`` as ``family``'s bound for K laws of class ``law`` (and subclasses)."""
+    """Decorator: register ``rule`` as ``family``'s bound for K laws of class ``law`` (and subclasses).
+
+    ``requires`` is called with instances of ``law`` only (so it may take that class).
+    """
     if not (isinstance(law, type) and issubclass(law, KDistribution)):
         raise TypeError(f"law must be a KDistribution class, got {law!r}")
 
@@ -80,6 +84,15 @@ def unsupported_reason(k: KDistribution, family: str) -> str | None:
         laws = sorted(law.__name__ for law, name in _TABLE if name == family)
         return f"no {family} bound for K ~ {type(k).__name__} (registered for: {', '.join(laws) or 'none'})"
     return entry.requires(k)
+
+
+def applicable_bound(k: KDistribution, family: str) -> LawBound:
+    """The bound ``family`` registers for ``k``'s law, if its conditions hold; else ``ValueError`` saying why not."""
+    entry = law_bound(k, family) if isinstance(k, KDistribution) else None
+    reason = unsupported_reason(k, family) if entry is None else entry.requires(k)
+    if entry is None or reason is not None:
+        raise ValueError(reason)
+    return entry
 
 
 def registered_bounds() -> dict[tuple[str, str], str]:

@@ -17,7 +17,7 @@ on each cell.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -59,6 +59,7 @@ class IntegerLaw:
     counts: np.ndarray
     prior: np.ndarray
     ratio: DensityRatio
+    _edges: np.ndarray = field(init=False, repr=False)  # cumulative counts, set by __post_init__
 
     def __post_init__(self) -> None:
         lower, upper = _count_bounds(self.prior, self.ratio)

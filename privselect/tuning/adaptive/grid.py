@@ -65,7 +65,7 @@ class _Axis:
         if self.edges is None:
             return self.values[cell]
         x = float(rng.uniform(self.edges[cell], self.edges[cell + 1]))
-        if self.log:
+        if self.log and isinstance(self.law, LogUniform):  # a continuous axis on the log scale is a LogUniform's
             return float(min(max(math.exp(x), self.law.low), self.law.high))
         return x
 

@@ -124,9 +124,14 @@ class AdaptiveTask:
     state: AdaptiveRun | None
     run_candidate: Callable[[dict[str, Any], Any, Any], tuple[Any, Any, Any]]
 
+    def _run_state(self) -> AdaptiveRun:
+        if self.state is None:
+            raise RuntimeError("this adaptive selection has ended (its state is dropped when the selection returns)")
+        return self.state
+
     def __call__(self, data: Any, seeds: Any) -> tuple[Any, Any, Any]:
-        params = self.state.draw(seeds.index, seeds.params_rng())
+        params = self._run_state().draw(seeds.index, seeds.params_rng())
         return self.run_candidate(params, data, seeds)
 
     def observe(self, index: int, score: float) -> None:
-        self.state.observe(index, score)
+        self._run_state().observe(index, score)

@@ -102,3 +102,10 @@ def test_the_private_name_check_flags_a_crossing_and_allows_a_package_own():
 def test_no_module_imports_another_package_private_name():
     crossing = {(m, path) for m, p in MODULES.items() for path in private_imports_across_packages(m, p.read_text())}
     assert crossing == set()
+
+
+def test_every_module_fits_in_a_readers_head():
+    """docs/design.md, "Module size": at most 600 lines per module."""
+    sizes = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
+    assert len(sizes) > 50
+    assert {name: n for name, n in sizes.items() if n > 600} == {}

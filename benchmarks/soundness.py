@@ -207,12 +207,13 @@ def check(query: Query, interval: float, accountants: tuple[str, ...] = ACCOUNTA
         except Exception as exc:  # noqa: BLE001 - "does not apply" or a refusal, recorded
             res.accountants[name] = f"{type(exc).__name__}: {str(exc)[:80]}"
         res.timings[name] = time.perf_counter() - t
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     try:
         res.default, res.default_accountant = default_epsilon(query)
     except Exception as exc:  # noqa: BLE001
         res.refusal = f"{type(exc).__name__}: {str(exc)[:120]}"
     res.timings["default"] = time.perf_counter() - t
+    res.timings["default_cpu"] = time.process_time() - cpu
     res.exact = exact_parts_epsilon(query.parts, query.delta)
     t = time.perf_counter()
     optimistic = None
@@ -351,6 +352,19 @@ def _dist(values) -> dict:
                                                          ("p99", 0.99), ("max", 1))}}
 
 
+def _cpu_dist(results: list[Result]) -> dict:
+    """The default's CPU seconds per query (median, p90, p99, max) and the queries above 2 s."""
+    cpu = [r.timings["default_cpu"] for r in results if "default_cpu" in r.timings]
+    if not cpu:
+        return {"n": 0}
+    slow = sorted(((r.timings["default_cpu"], r) for r in results if r.timings.get("default_cpu", 0.0) > 2.0),
+                  key=lambda x: -x[0])
+    return {"n": len(cpu), **{k: float(np.quantile(cpu, p)) for k, p in (("median", 0.5), ("p90", 0.9),
+                                                                         ("p99", 0.99), ("max", 1))},
+            "above_2s": [{"cpu": c, "mechanism": r.query.label(), "delta": r.query.delta,
+                          "source": r.default_accountant} for c, r in slow]}
+
+
 def summarise(results: list[Result], fine_interval: float | None = None) -> dict:
     tight = {"default": _dist([g for r in results if (g := _gap(r.default, r.upper_reference)) is not None])}
     for name in ACCOUNTANTS:
@@ -371,6 +385,7 @@ def summarise(results: list[Result], fine_interval: float | None = None) -> dict
         "with_upper_reference": sum(r.upper_reference is not None for r in results),
         "tightness_vs_best_upper_reference": tight,
         "seconds_total": float(sum(r.seconds for r in results)),
+        "default_cpu_seconds": _cpu_dist(results),
         "seconds_by_part": {n: round(float(sum(r.timings.get(n, 0.0) for r in results)), 2)
                             for n in ("default",) + ACCOUNTANTS + ("pld", "pld_pessimistic", "pld_fine")},
     }
@@ -510,7 +525,8 @@ def main(argv=None) -> int:
                 flag += " sandwich<=0.5%" if r.sandwich.get(str(TOLERANCES[0])) else " needs-fine"
             print(f"[{i + 1:4d}] {query.label():<58} delta={query.delta:8.2g} {r.default_accountant:<10} "
                   f"eps={r.default:10.5g} ref={r.upper_reference if r.upper_reference is not None else float('nan'):10.5g} "
-                  f"gap={'-' if gap is None else f'{100 * gap:+.3f}%':>9} {r.seconds:6.2f}s{flag}", flush=True)
+                  f"gap={'-' if gap is None else f'{100 * gap:+.3f}%':>9} {r.seconds:6.2f}s "
+                  f"(default {r.timings.get('default_cpu', math.nan):.2f} CPU s){flag}", flush=True)
         _write(args.json, results, args, "coarse", fine)
     if fine is not None:  # cheapest first, so a deadline leaves the fewest cases undecided
         todo = sorted((r for r in results if verdict(r)[0] == "undecided"),

@@ -124,24 +124,80 @@ def test_auto_does_not_build_the_small_delta_prv_to_narrow_a_bracket_far_above_i
     assert up <= 1.01 * small[1] and lo <= small[1] and small[0] <= up
 
 
-# The large-scale sweep's queries where the default was looser than the peers (issue's table, peers measured
-# in the same process: dp-accounting's pessimistic PLD(1e-4), prv-accountant's certified upper end, or the
-# member named). The default must now be at least as tight (to 0.1% in eps, 1% in delta).
+# The large-scale sweep's queries where the default was looser than the peers (issue's table). The peer is
+# dp-accounting's pessimistic (connect-the-dots) PLD at mesh 1e-4, built in the test; sampling without
+# replacement is its Poisson-subsampled Gaussian at sensitivity 2 (Zhu, Dong, Wang 2022, Thm 11(2): the base's
+# replace-one pair, as ``SampledWithoutReplacement`` reads it). The default must be at least as tight (0.1% in
+# eps, 1% in delta). Measured peers: 0.9330, 1.0238, 1.1972 | 0.6098 | 0.1907 | 7.439e-5 | 8.4955 | 8.641e-7.
+def _peer_gaussian(noise, rate, steps, sensitivity=1.0):
+    from dp_accounting.pld import privacy_loss_distribution as dpl
+
+    return dpl.from_gaussian_mechanism(noise, sensitivity=sensitivity, sampling_prob=rate,
+                                       value_discretization_interval=1e-4, use_connect_dots=True,
+                                       pessimistic_estimate=True).self_compose(steps)
+
+
+def _peer_heterogeneous():
+    from dp_accounting.pld import privacy_loss_distribution as dpl
+
+    laplace = dpl.from_laplace_mechanism(1 / 6, sampling_prob=9.86e-5, value_discretization_interval=1e-4,
+                                         use_connect_dots=True, pessimistic_estimate=True).self_compose(3)
+    return _peer_gaussian(93.14, 1.0, 5040).compose(laplace).compose(_peer_gaussian(0.6, 1.06e-5, 115, 2.0))
+
+
 LOOSE_QUERIES = [
-    (lambda: ps.Gaussian(0.8).poisson_subsample(1e-4).compose(10**6), "eps", 1e-7, 0.933),
-    (lambda: ps.Gaussian(0.8).poisson_subsample(1e-4).compose(10**6), "eps", 1e-10, 1.197),
-    (lambda: ps.Gaussian(0.6046).poisson_subsample(2.744e-5).compose(125_720), "eps", 2.47e-8, 0.6189),
-    (lambda: ps.Gaussian(0.5977).poisson_subsample(2.573e-5).compose(268_679), "eps", 2.11e-5, 0.1819),
-    (lambda: ps.Gaussian(0.7066).sample_without_replacement(1.28e-4).compose(69), "delta", 1.380, 7.44e-5),
-    (lambda: ps.Gaussian(0.3).poisson_subsample(1.878e-5).compose(2), "eps", 2.7e-10, 8.49),
+    (lambda: ps.Gaussian(0.8).poisson_subsample(1e-4).compose(10**6), "eps", (1e-7, 1e-8, 1e-10),
+     lambda: _peer_gaussian(0.8, 1e-4, 10**6)),
+    (lambda: ps.Gaussian(0.6046).poisson_subsample(2.744e-5).compose(125_720), "eps", (2.47e-8,),
+     lambda: _peer_gaussian(0.6046, 2.744e-5, 125_720)),
+    (lambda: ps.Gaussian(0.5977).poisson_subsample(2.573e-5).compose(268_679), "eps", (2.11e-5,),
+     lambda: _peer_gaussian(0.5977, 2.573e-5, 268_679)),
+    (lambda: ps.Gaussian(0.7066).sample_without_replacement(1.28e-4).compose(69), "delta", (1.380,),
+     lambda: _peer_gaussian(0.7066, 1.28e-4, 69, 2.0)),
+    (lambda: ps.Gaussian(0.3).poisson_subsample(1.878e-5).compose(2), "eps", (2.7e-10,),
+     lambda: _peer_gaussian(0.3, 1.878e-5, 2)),
     (lambda: ps.compose(ps.Gaussian(93.14).compose(5040), ps.Laplace(1 / 6).poisson_subsample(9.86e-5).compose(3),
-                        ps.Gaussian(0.6).sample_without_replacement(1.06e-5).compose(115)), "delta", 4.632, 8.72e-7),
+                        ps.Gaussian(0.6).sample_without_replacement(1.06e-5).compose(115)), "delta", (4.632,),
+     _peer_heterogeneous),
 ]
 
 
-@pytest.mark.parametrize("make, kind, x, peer", LOOSE_QUERIES)
-def test_default_is_as_tight_as_the_peers_at_large_scale(make, kind, x, peer):
+@pytest.mark.slow
+@pytest.mark.parametrize("make, kind, points, make_peer", LOOSE_QUERIES)
+def test_default_is_as_tight_as_the_peers_at_large_scale(make, kind, points, make_peer):
+    pytest.importorskip("dp_accounting")
+    peer = make_peer()
     profile = ps.privacy_profile(make())
-    lo, up = profile.epsilon_bounds(x) if kind == "eps" else profile.delta_bounds(x)
-    assert lo <= up
-    assert up <= peer * (1.0015 if kind == "eps" else 1.01)
+    for x in points:
+        lo, up = profile.epsilon_bounds(x) if kind == "eps" else profile.delta_bounds(x)
+        reference = peer.get_epsilon_for_delta(x) if kind == "eps" else peer.get_delta_for_epsilon(x)
+        assert lo <= up
+        assert up <= reference * (1.001 if kind == "eps" else 1.01)
+
+
+def test_a_loose_closed_form_answer_does_not_end_the_search_at_tiny_delta():
+    # Heterogeneous, delta = 1.03e-15 (the sweep's regime of "2589.18, lower end 0, source closed"): the
+    # closed-form bound is 306.8 and RDP cannot read ApproxDP (inf); below PRV's and pld's floors CF certifies.
+    from privselect.accounting.closed import ClosedBounds
+
+    mechanism = ps.compose(ps.ApproxDP(0.01, 1e-19).compose(2000), ps.Gaussian(3.0).poisson_subsample(0.01).compose(500))
+    delta = 1.03e-15
+    closed = ClosedBounds().profile(mechanism).epsilon_bounds(delta)[1]
+    profile = ps.privacy_profile(mechanism)
+    lo, up = profile.epsilon_bounds(delta)
+    assert profile.epsilon_source(delta) != "closed"
+    # a certified two-sided bracket 0.1% wide: its lower end is a proven lower bound, so the answer is within
+    # 0.1% of the truth, and the closed form is ~87x above it
+    assert 0 < lo <= up <= 1.001 * lo
+    assert closed > 50 * up
+
+
+@pytest.mark.xfail(strict=True, reason="no member certifies below ~1e-13 here: CF's characteristic function of a "
+                   "subsampled Laplace is an estimate only, PRV's and pld's floors are 1e-13-1e-12, RDP cannot "
+                   "read ApproxDP; the closed-form answer (25.0) stands, 7x above CF's estimate (3.534)")
+def test_default_is_tight_at_tiny_delta_when_only_the_closed_form_certifies():
+    mechanism = ps.compose(ps.ApproxDP(0.01, 1e-19).compose(2000), ps.Laplace(3.0).poisson_subsample(0.01).compose(500))
+    delta = 1.03e-15
+    estimate = ps.privacy_profile(mechanism, accountant="cf")  # uncertified: an estimate of eps(delta)
+    assert not estimate.certified
+    assert ps.privacy_profile(mechanism).epsilon_bounds(delta)[1] <= 1.01 * estimate.epsilon_bounds(delta)[1]

@@ -64,9 +64,10 @@ def privacy_profile(mechanism: Mechanism | PrivacyProfile, accountant: str | Acc
                     **options: Any) -> PrivacyProfile:
     """Certified privacy profile of ``mechanism`` (both neighbouring directions).
 
-    ``accountant`` names it: ``"auto"`` (default: the pointwise best of exact, PRV, CF and RDP;
-    answers every delta), ``"exact"`` (compositions of Gaussian mechanisms), ``"prv"`` (Gopi,
-    Lee, Wutschitz 2021), ``"cf"`` (Zhu, Dong, Wang 2022) or ``"rdp"`` (an upper bound only);
+    ``accountant`` names it: ``"auto"`` (default: the pointwise best of exact, closed-form bounds, RDP,
+    PRV, pld and CF, within a 2 GB ``max_memory`` budget; answers every delta), ``"exact"`` (compositions
+    of Gaussian mechanisms), ``"prv"`` (Gopi, Lee, Wutschitz 2021), ``"pld"`` (connect-the-dots PLD,
+    Doroshenko et al. 2022), ``"cf"`` (Zhu, Dong, Wang 2022) or ``"rdp"`` (an upper bound only);
     or an `Accountant` instance. ``options`` go to the accountant (e.g. ``eps_error``
     for PRV). A [`PrivacyProfile`][privselect.accounting.PrivacyProfile] passes through unchanged.
     """

@@ -6,33 +6,56 @@ again a certified bracket, for delta(eps) and for eps(delta) alike ("keep every
 representation, take the pointwise best", as autodp does). `MinProfile` answers each
 query from every member that can certify it and records which member gave the answer.
 
-Which accountants run (chosen cheaply, never all of them blindly):
+Members: ``exact``, ``closed`` (pure- and approximate-DP composition of amplified steps), ``rdp``,
+``prv`` (Gopi, Lee, Wutschitz 2021) and a second ``prv(small delta)`` profile composed for tiny deltas,
+``pld`` (connect-the-dots privacy-loss distributions composed by one long-double FFT: Doroshenko, Ghazi,
+Kamath, Kumar, Manurangsi 2022; its floor is its floating-point error, ~1e-12), ``cf`` (Zhu, Dong, Wang 2022) at a work cap and ``cf(fine)`` at
+CF's own cap. Which of them run (chosen cheaply, never all of them blindly):
 
 1. ``exact`` if it supports the mechanism (its profile is the truth up to rounding; alone).
-2. otherwise ``closed`` (`closed`: pure- and approximate-DP composition of amplified steps) and
-   ``rdp`` answer every point first, in microseconds; a point they settle exactly (delta = 0, eps = 0)
-   is asked of no other member. Then, in tiers, each built on first use by a query that the earlier
-   tiers answer loosely or at or near their floating-point floor (or everywhere, if an earlier member
-   could not be built):
+2. otherwise ``closed`` and ``rdp`` answer every point first, in microseconds; a point they settle exactly
+   (delta = 0, eps = 0) is asked of no other member. Their answer never ends the search by itself: it is
+   a loose bracket (lower end 0) wherever they do not settle the point, so the numerical members are asked
+   in tiers, each built on first use by a query that the earlier tiers answer loosely or at or near their
+   floating-point floor (or everywhere, if an earlier member could not be built or declined).
 
-   - ``prv`` (fast, accurate at moderate delta);
-   - a second ``prv`` profile composed for tiny deltas (target 1e-12, floor ~1e-13);
-   - ``cf`` (relative precision at any delta), and last ``cf(fine)``, CF at its own work cap, where
-     the capped CF's bracket is loose.
+**Order: the member that will win is asked first.** The tiers follow each member's cost and tightness
+model, read off the mechanism before anything is built (compositions, sum of count x sampling rate,
+closed-form or atomic characteristic functions):
 
-   eps(delta) queries: CF before the small-delta PRV. From 1e3 compositions on, and for closed-form or
-   purely atomic mechanisms, CF answers first (eps(delta) and delta(eps)): a query costs milliseconds
-   to a few tenths of a second and its bracket is the narrowest; the PRVs join where it is loose. From
-   1e5 compositions on, the two PRVs are the fallback tier. Where a record takes part in fewer than one
-   step on average (sum of count x sampling rate < 1), the small-delta PRV comes before CF for
-   eps(delta): the composed characteristic function barely decays, so CF's grids are long.
-   A direction after the first is refined by later tiers only where it can decide the max over
-   directions (``MinProfile._eps_tables``).
+   ============================================  =====================================================
+   mechanism                                     tiers (delta(eps) | eps(delta))
+   ============================================  =====================================================
+   >= 1e5 compositions                           pld, cf, prv + prv(small delta), cf(fine) (both)
+   >= 1e3 compositions, or closed-form CF        cf, pld, prv, prv(small delta), cf(fine) (both)
+   purely atomic (RR, pure DP; < 1e3)            cf, pld, prv, ... | as the rows below
+   sum of count x rate < 1 (few sampled steps)   prv, pld, prv(small delta), cf | prv, pld,
+                                                 prv(small delta), cf, cf(fine)
+   otherwise                                     prv, pld, prv(small delta), cf | prv, cf, pld,
+                                                 prv(small delta), cf(fine)
+   ============================================  =====================================================
+
+   PRV's grid (and build time) grows with the count and it has a floor near 1e-8 (1e-13 for the small-delta
+   profile); CF's per-query cost barely grows with the count and its precision is relative at any delta,
+   but its grids are long where the composed characteristic function barely decays (few sampled steps);
+   pld's floor is low and its cost is one FFT of 2^18 points per direction, and it is tight where PRV's grid
+   would be capped (10^5-10^7 steps at q = 1e-5-1e-3). The small-delta PRV only lowers the floor: for
+   delta(eps), and for eps(delta) from 1e3 compositions on, it is asked only near the earlier floor; below
+   1e3 compositions it also joins eps(delta) where the bracket is loose (it is then cheap, and tightest for
+   a subsampled Laplace, whose CF is only an estimate).
+   A later direction is refined by later tiers only where it can decide the max (``MinProfile._eps_tables``).
 
    "Near" or "loose" means: for delta(eps), the best upper delta is within 1e3 of the floor or the
    bracket is wider than 0.5% of it (a member is not asked below 100x its floor hint); for eps(delta),
    delta is within 10 of the floor or the bracket is wider than 0.4% + 4e-6. Without PRV, every
    supported accountant runs at once (the fine CF after them).
+
+**Memory and time are contracts.** Every numerical member estimates its peak memory before allocating
+and declines with `CertificationError` past ``max_memory`` (bytes; default 2 GB,
+`privselect.accounting.budget.DEFAULT_MAX_MEMORY`), an option of the accountant that reaches every member:
+``get_accountant("auto", max_memory=4e9)`` or ``ps.privacy_profile(m, max_memory=4e9)``. PRV and CF also cap
+their FFT size and work. A member that declines, or raises ``ValueError``, ``MemoryError`` or
+``OverflowError`` (``ArithmeticError``), at build or query time is skipped: the other members answer.
 
 A query is refused only if no accountant supports the mechanism.
 """
@@ -98,6 +121,10 @@ _CF_FIRST_FOR_EPS_FROM = 1_000
 #: Expected sampled steps (sum of count x rate) below which the small-delta PRV answers eps(delta)
 #: before CF (``Auto.eps_tiers_few``).
 _CF_LAST_FOR_EPS_BELOW = 1.0
+#: Compositions below which the small-delta PRV also joins eps(delta) where the bracket is loose: it costs 0.1-0.5 s
+#: there, and is tightest for a subsampled Laplace at small delta (164 steps, q = 1.5e-4, delta = 2.7e-12: 0.5 s,
+#: 0.2% below pld). From 1e3 steps on its build costs seconds (10^6 steps: 9 s, 0.9 GB): only near the floor.
+_SMALL_PRV_LOOSE_BELOW = 1_000
 #: Work cap of the fine CF member (CF alone's default), tried last where the capped CF's bracket is loose.
 _CF_FINE_MAX_WORK = 2e8
 
@@ -106,8 +133,10 @@ class LazyMember:
     """One accountant's profile of the mechanism, built on first use (or its build failure)."""
 
     def __init__(self, name: str, build: Callable[[], PrivacyProfile], floor_hint: float = 0.0,
-                 floor_only: bool = False) -> None:
+                 floor_only: bool = False, eps_floor_only: bool | None = None) -> None:
         self.name, self._build, self.floor_hint, self.floor_only = name, build, floor_hint, floor_only
+        #: for eps(delta) queries: joins only near the earlier floor (default: as for delta(eps))
+        self.eps_floor_only = floor_only if eps_floor_only is None else eps_floor_only
         self._profile: PrivacyProfile | None = None
         self._views: dict[str, PrivacyProfile] = {}
         self.failure: str | None = None
@@ -277,10 +306,10 @@ class PointwiseMinCurve(DirectionalCurve):
                     continue
                 # eps(delta): a floor-only member joins only near the earlier floor (not where merely loose)
                 near_eps = flat <= _EPS_FLOOR_MARGIN * self._floor(asked)
-                tier = [m for m in tier if not m.floor_only or np.any(needed & near_eps)]
+                tier = [m for m in tier if not m.eps_floor_only or np.any(needed & near_eps)]
                 for m in tier:
                     for name, prof in self._profiles([m]):
-                        rows.append(row(name, prof, needed & near_eps if m.floor_only else needed))
+                        rows.append(row(name, prof, needed & near_eps if m.eps_floor_only else needed))
                 earlier.extend(tier)
                 continue
             else:
@@ -459,10 +488,13 @@ class MinProfile(PrivacyProfile):
 
 @register_accountant("auto")
 class Auto(Accountant):
-    """The tightest certified profile among the accountants it runs (module docstring).
+    """The tightest certified profile among exact, closed, RDP, PRV, pld and CF (module docstring: the
+    members and the order in which they are asked).
 
-    ``options``: per-accountant option dicts (e.g. ``cf={"rel_tol": 1e-9}``); any other option
-    goes to the PRV accountant (``eps_error``, ``delta_error``, ``target_delta``, ...).
+    ``options``: ``max_memory`` (bytes one member's build or query may allocate, estimated before
+    allocating; default 2 GB; past it the member declines and the others answer), per-accountant option
+    dicts (e.g. ``cf={"rel_tol": 1e-9}``, ``pld={"points": 1 << 19}``); any other option goes to the PRV
+    accountant (``eps_error``, ``delta_error``, ``target_delta``, ...).
     """
 
     name = "auto"
@@ -478,7 +510,8 @@ class Auto(Accountant):
     #: only near the earlier members' floor (``PointwiseMinCurve._table``).
     floor_only = ("prv(small delta)",)
     delta_tiers = (("prv",), ("pld",), ("prv(small delta)",), ("cf",))
-    eps_tiers = (("prv",), ("pld",), ("cf",), ("prv(small delta)",), ("cf(fine)",))
+    #: eps(delta) otherwise: CF (0.3-1 s CPU here) before pld (2-4 s): the seed-31031 sweep's 4.1 s -> 1.1 s.
+    eps_tiers = (("prv",), ("cf",), ("pld",), ("prv(small delta)",), ("cf(fine)",))
     #: From this many compositions on, PRV's grid (which grows with the count) costs more than CF
     #: (whose cost barely does): CF answers first, and the PRV profiles are the fallback tier.
     many_compositions = (("pld",), ("cf",), ("prv", "prv(small delta)"), ("cf(fine)",))
@@ -530,7 +563,8 @@ class Auto(Accountant):
             return None
         if "exact" in usable:
             return self._members["exact"].profile(mechanism)
-        lazy = {name: self._lazy(name, mechanism) for name in usable}
+        compositions = sum(count for _, count in mechanism.components())
+        lazy = {name: self._lazy(name, mechanism, compositions) for name in usable}
 
         def tiers(names_by_tier: tuple[tuple[str, ...], ...]) -> list[list[LazyMember]]:
             if "prv" not in usable:  # no PRV: every supported accountant at once (the fine CF last)
@@ -538,7 +572,6 @@ class Auto(Accountant):
                 names_by_tier = (merged, ("cf(fine)",))
             return [[lazy[name] for name in tier if name in lazy] for tier in names_by_tier]
 
-        compositions = sum(count for _, count in mechanism.components())
         closed_form = "cf" in usable and self._members["cf"].closed_form(mechanism)
         if compositions >= _CF_FIRST_FROM:
             delta_tiers, eps_tiers = tiers(self.many_compositions), tiers(self.many_compositions)
@@ -559,7 +592,9 @@ class Auto(Accountant):
                           description="pointwise best of " + ", ".join(names),
                           metadata=(("accountants", names),))
 
-    def _lazy(self, name: str, mechanism: Mechanism) -> LazyMember:
+    def _lazy(self, name: str, mechanism: Mechanism, compositions: int) -> LazyMember:
         accountant = self._members[name]
+        floor_only = name in self.floor_only
         return LazyMember(name, lambda: accountant.profile(mechanism), accountant.floor_hint(),
-                          floor_only=name in self.floor_only)
+                          floor_only=floor_only,
+                          eps_floor_only=floor_only and compositions >= _SMALL_PRV_LOOSE_BELOW)

@@ -8,7 +8,7 @@ dp-accounting's ``PrivacyAccountant.supports``).
 
 Accountants are found by name: ``get_accountant("prv", eps_error=1e-3)``. Registered names:
 ``"auto"`` (the tightest certified answer among the accountants it runs; the default),
-``"exact"``, ``"prv"``, ``"cf"`` and ``"rdp"``.
+``"exact"``, ``"prv"``, ``"pld"``, ``"cf"`` and ``"rdp"``.
 """
 
 from __future__ import annotations

@@ -65,14 +65,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..mechanisms import Mechanism
 from .base import Accountant, UnsupportedMechanismError, get_accountant, register_accountant
+from .cf import CF
 from .closed import ClosedBounds
 from .profile import CertificationError, DirectionalCurve, ErrorBudget, PrivacyProfile
 
@@ -186,7 +187,7 @@ class PointwiseMinCurve(DirectionalCurve):
     """
 
     def __init__(self, delta_tiers: list[list[LazyMember]], eps_tiers: list[list[LazyMember]],
-                 direction: str = "both", first: list[LazyMember] = ()) -> None:
+                 direction: str = "both", first: Sequence[LazyMember] = ()) -> None:
         self.direction = direction
         self.first = list(first)
         self.delta_tiers = [list(tier) for tier in delta_tiers if tier]
@@ -443,6 +444,11 @@ class MinProfile(PrivacyProfile):
     (in the direction that decides it).
     """
 
+    @property
+    def min_curves(self) -> tuple[PointwiseMinCurve, ...]:
+        """The curves, as the pointwise minima `Auto` built them with."""
+        return cast("tuple[PointwiseMinCurve, ...]", self.curves)
+
     @staticmethod
     def _deciding(tables) -> np.ndarray:
         """Per point, the source of the direction with the largest upper value."""
@@ -457,7 +463,7 @@ class MinProfile(PrivacyProfile):
         far below the remove direction, would otherwise bring in CF's quadrature for nothing). The
         profile's bracket is the same as if every direction were refined everywhere."""
         tables, decided_above = [], None
-        for curve in self.curves:
+        for curve in self.min_curves:
             table = curve._eps_table(d, decided_above)
             lower = PointwiseMinCurve._best(table)[0]
             decided_above = lower if decided_above is None else np.maximum(decided_above, lower)
@@ -476,14 +482,14 @@ class MinProfile(PrivacyProfile):
     def delta_source(self, eps) -> str | np.ndarray:
         """Which accountant gave the upper bound on delta(eps)."""
         e = np.asarray(eps, dtype=float)
-        out = self._deciding([c._delta_table(e) for c in self.curves])
+        out = self._deciding([c._delta_table(e) for c in self.min_curves])
         return str(out) if np.ndim(eps) == 0 else out
 
     @property
     def members(self) -> dict[str, PrivacyProfile | str]:
         """The members built so far: their profile, or why it could not be built."""
-        return {m.name: (m._profile if m._profile is not None else m.failure)
-                for m in self.curves[0].members if m.built}
+        return {m.name: (m._profile if m._profile is not None else str(m.failure))
+                for m in self.min_curves[0].members if m.built}
 
 
 @register_accountant("auto")
@@ -572,17 +578,19 @@ class Auto(Accountant):
                 names_by_tier = (merged, ("cf(fine)",))
             return [[lazy[name] for name in tier if name in lazy] for tier in names_by_tier]
 
-        closed_form = "cf" in usable and self._members["cf"].closed_form(mechanism)
+        member = self._members.get("cf") if "cf" in usable else None
+        cf = member if isinstance(member, CF) else None
+        closed_form = cf is not None and cf.closed_form(mechanism)
         if compositions >= _CF_FIRST_FROM:
             delta_tiers, eps_tiers = tiers(self.many_compositions), tiers(self.many_compositions)
         elif compositions >= _CF_FIRST_FOR_EPS_FROM or closed_form:
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers_many)
-        elif "cf" in usable and self._members["cf"].sampled_steps(mechanism) < _CF_LAST_FOR_EPS_BELOW:
+        elif cf is not None and cf.sampled_steps(mechanism) < _CF_LAST_FOR_EPS_BELOW:
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers_few)
         else:
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers)
-        if "cf" in usable and compositions < _CF_FIRST_FROM and (
-                compositions >= _CF_FIRST_FOR_EPS_FROM or closed_form or self._members["cf"].atomic(mechanism)):
+        if cf is not None and compositions < _CF_FIRST_FROM and (
+                compositions >= _CF_FIRST_FOR_EPS_FROM or closed_form or cf.atomic(mechanism)):
             delta_tiers = tiers(self.delta_tiers_cf_first)
         first = [lazy[name] for name in self.first if name in lazy]
         directions = ("both",) if mechanism.is_symmetric else ("remove", "add")

@@ -90,15 +90,27 @@ def test_subsampled_laplace_sf_meets_the_assumed_relative_error(noise, rate):
         assert _worst(loss, exact, xs) <= ASSUMED
 
 
-@pytest.mark.xfail(strict=True, reason="the inverse subsampling map rounds past the base's atom at +mu: sf_secondary "
-                   "of the add direction is 1.0 instead of 0.524 within ~1e-10 (relative) above the bottom of the support")
-def test_subsampled_laplace_add_direction_is_exact_next_to_its_bottom_atom():
+def test_subsampled_laplace_add_direction_is_exact_on_both_sides_of_its_bottom_atom():
+    """Just above the bottom of the support the atom at +mu is excluded (M[L > x] = M[L_b < z] = 0.524), just below
+    it everything is above x (1.0): the image g(mu) must be accurate to a few ulps (the l + log q + log1p form of g
+    cancelled to a relative 1e-10 there, so points 1e-10 inside the support read the atom as below them)."""
     rate, mu = 1e-4, 1 / 20.0
     loss = composed_losses(ps.Laplace(20.0).poisson_subsample(rate))[0][0].add
-    x = -5.127096494910614e-06  # 6e-18 above the bottom of the support, -log(1 - q + q e^mu)
-    z = mp.log((mp.exp(-mp.mpf(x)) - 1 + rate) / rate)  # the base loss, just below mu
-    exact = rate * mp.exp((z - mu) / 2) / 2 + (1 - rate) * (1 - mp.exp(-(z + mu) / 2) / 2)  # M[L_b < z] = 0.524
-    assert abs(float(loss.sf_secondary(x)) - exact) <= ASSUMED * exact
+    bottom = -mp.log(1 - rate + rate * mp.exp(mu))  # exact, for the double mu = 0.05
+    for ulps in (-1000, -64, 64, 1000, 10**6):
+        x = float(bottom) + ulps * math.ulp(float(bottom))
+        z = mp.log((mp.exp(-mp.mpf(x)) - 1 + rate) / rate)  # the base loss that maps to -x
+        exact = mp.mpf(1) if z > mu else rate * mp.exp((z - mu) / 2) / 2 + (1 - rate) * (1 - mp.exp(-(z + mu) / 2) / 2)
+        assert abs(float(loss.sf_secondary(x)) - exact) <= ASSUMED * exact, ulps
+
+
+def test_the_subsampling_map_is_accurate_where_its_image_is_small():
+    from privselect.accounting.plrv.subsampled import _subsampling_map
+
+    for rate in (1e-6, 1e-4, 1e-2, 0.5):
+        for base in (-30.0, -1.0, 1e-8, 1e-3, 0.05, 1.0, 30.0, 650.0, 705.0):
+            exact = mp.log(1 - mp.mpf(rate) + mp.mpf(rate) * mp.exp(mp.mpf(base)))
+            assert abs(mp.mpf(float(_subsampling_map(np.array([base]), rate)[0])) - exact) <= 1e-14 * abs(exact)
 
 
 @pytest.mark.xfail(strict=True, reason="e^x - (1 - q) cancels at the ends of a subsampled Gaussian's support: measured "

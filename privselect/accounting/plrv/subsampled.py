@@ -32,12 +32,17 @@ def _inverse_subsampling_map(y: np.ndarray, rate: float) -> np.ndarray:
 
 
 def _subsampling_map(base_loss: np.ndarray, rate: float) -> np.ndarray:
-    """g(l) = log(1 - q + q e^l), stable for large and very negative l."""
+    """g(l) = log(1 - q + q e^l), stable for large and very negative l: log1p(q expm1(l)) wherever expm1(l) is
+    finite (the form l + log q + log1p(...) cancels to a relative 1e-10 where g is small, l > 0 at a small q)."""
     l = np.asarray(base_loss, dtype=float)
     with np.errstate(over="ignore"):
-        small = np.log1p(rate * np.expm1(np.minimum(l, 0.0)))
-        large = l + math.log(rate) + np.log1p((1 - rate) / rate * np.exp(-np.maximum(l, 0.0)))
-    return np.where(l > 0, large, small)
+        small = np.log1p(rate * np.expm1(np.minimum(l, _EXPM1_FINITE)))
+        large = l + math.log(rate) + np.log1p((1 - rate) / rate * np.exp(-np.maximum(l, _EXPM1_FINITE)))
+    return np.where(l > _EXPM1_FINITE, large, small)
+
+
+#: Below this, expm1 is finite in double precision (and q expm1(l) + 1 holds g without cancellation).
+_EXPM1_FINITE = 700.0
 
 
 @dataclass(frozen=True)
@@ -93,38 +98,53 @@ class SubsampledLoss(PrivacyLoss):
             )
         return cdf
 
+    def _base_loss(self, y: np.ndarray) -> np.ndarray:
+        """z(y), made exact at the base's atoms: where y lies below (above) the image g(a) of an atom a, z lies
+        below (above) a, and z = a where y = g(a). Rounding of z alone could cross a and move the atom's whole
+        mass to the wrong side of an event (the add direction's sf next to the bottom of its support)."""
+        zz = _inverse_subsampling_map(y, self.rate)
+        locations = self.base.atoms().locations
+        if not locations.size:
+            return zz
+        images = _subsampling_map(locations, self.rate)
+        for a, g_a in zip(locations, images):
+            zz = np.where(y < g_a, np.minimum(zz, np.nextafter(a, -np.inf)), zz)
+            zz = np.where(y > g_a, np.maximum(zz, np.nextafter(a, np.inf)), zz)
+            zz = np.where(y == g_a, a, zz)
+        return zz
+
     def _mixture(self, f_primary: np.ndarray, f_secondary: np.ndarray) -> np.ndarray:
         return self.rate * f_primary + (1 - self.rate) * f_secondary
 
     def cdf(self, x):
         x = np.asarray(x, dtype=float)
         if self.direction == "remove":
-            zz = _inverse_subsampling_map(x, self.rate)
+            zz = self._base_loss(x)
             return self._mixture(self.base.cdf(zz), self.base.cdf_secondary(zz))
-        zz = _inverse_subsampling_map(-x, self.rate)
+        zz = self._base_loss(-x)
         return np.where(np.isneginf(zz), 1.0, self._base_upper_tail(zz, secondary=True))
 
     def sf(self, x):
         x = np.asarray(x, dtype=float)
         if self.direction == "remove":
-            zz = _inverse_subsampling_map(x, self.rate)
+            zz = self._base_loss(x)
             return self._mixture(self.base.sf(zz), self.base.sf_secondary(zz))
-        zz = _inverse_subsampling_map(-x, self.rate)
+        zz = self._base_loss(-x)
         return np.where(np.isneginf(zz), 0.0, self._base_lower_tail(zz, secondary=True))
 
     def cdf_secondary(self, x):
         x = np.asarray(x, dtype=float)
         if self.direction == "remove":
-            return self.base.cdf_secondary(_inverse_subsampling_map(x, self.rate))
-        zz = _inverse_subsampling_map(-x, self.rate)
+            return self.base.cdf_secondary(self._base_loss(x))
+        zz = self._base_loss(-x)
         upper = self._mixture(self._base_upper_tail(zz, False), self._base_upper_tail(zz, True))
         return np.where(np.isneginf(zz), 1.0, upper)
 
     def sf_secondary(self, x):
         x = np.asarray(x, dtype=float)
         if self.direction == "remove":
-            return self.base.sf_secondary(_inverse_subsampling_map(x, self.rate))
-        zz = _inverse_subsampling_map(-x, self.rate)
+            return self.base.sf_secondary(self._base_loss(x))
+        zz = self._base_loss(-x)
         lower = self._mixture(self._base_lower_tail(zz, False), self._base_lower_tail(zz, True))
         return np.where(np.isneginf(zz), 0.0, lower)
 

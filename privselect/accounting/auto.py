@@ -35,20 +35,9 @@ closed-form or atomic characteristic functions):
                                                  prv(small delta), cf(fine)
    ============================================  =====================================================
 
-   PRV's grid (and build time) grows with the count and it has a floor near 1e-8 (1e-13 for the small-delta
-   profile); CF's per-query cost barely grows with the count and its precision is relative at any delta,
-   but its grids are long where the composed characteristic function barely decays (few sampled steps);
-   pld's floor is low and its cost is one FFT of 2^18 points per direction, and it is tight where PRV's grid
-   would be capped (10^5-10^7 steps at q = 1e-5-1e-3). The small-delta PRV only lowers the floor: for
-   delta(eps), and for eps(delta) from 1e3 compositions on, it is asked only near the earlier floor; below
-   1e3 compositions it also joins eps(delta) where the bracket is loose (it is then cheap, and tightest for
-   a subsampled Laplace, whose CF is only an estimate).
-   A later direction is refined by later tiers only where it can decide the max (``MinProfile._eps_tables``).
-
-   "Near" or "loose" means: for delta(eps), the best upper delta is within 1e3 of the floor or the
-   bracket is wider than 0.5% of it (a member is not asked below 100x its floor hint); for eps(delta),
-   delta is within 10 of the floor or the bracket is wider than 0.4% + 4e-6. Without PRV, every
-   supported accountant runs at once (the fine CF after them).
+   Why this order (each member's cost, floor and where it is tight), and what "near" and "loose" mean in
+   numbers: docs/design.md, "The default accountant". A later direction is refined by later tiers only where
+   it can decide the max (``MinProfile._eps_tables``). Without PRV, every supported accountant runs at once.
 
 **Memory and time are contracts.** Every numerical member estimates its peak memory before allocating
 and declines with `CertificationError` past ``max_memory`` (bytes; default 2 GB,

@@ -125,7 +125,7 @@ class PLDAccountant:
                 raise CertificationError(f"the PLD accountant declines: one {type(loss).__name__} step has losses "
                                          f"up to {extent:.3g} (> {_MAX_LOSS})")
         h = self._mesh(components, all_tails)
-        ups, lows, infs, shift = [], [], [], 0.0
+        ups, lows, infs, shift, log_excess = [], [], [], 0.0, 0.0
         for (loss, k), tails in zip(components, all_tails):
             lower_end, upper_end = float(tails.lower), float(tails.upper)
             cells = (upper_end - lower_end) / h + 3
@@ -138,6 +138,7 @@ class PLDAccountant:
             ups.append((law.upper, law.i0, k))
             lows.append((law.lower, law.i0, k))
             infs.append(law.upper_inf)
+            log_excess += k * math.log(law.lower_excess)
             shift += k * 2.3e-16 * max(abs(lower_end), abs(upper_end)) + k * 2.3e-16 * h
         if not shift < 1e-6:
             raise CertificationError(f"the PLD accountant declines: the grid points' rounding, summed over {total} "
@@ -148,8 +149,9 @@ class PLDAccountant:
         a, b = min(a_up, a_low), max(b_up, b_low)
         upper = compose(ups, infs, h, a, b, self.max_points, self.max_memory, mgf_up)
         lower = compose(lows, [0.0] * len(lows), h, a, b, self.max_points, self.max_memory, mgf_low)
-        details = (("mesh", h), ("window_lower", a), ("window_upper", b), ("location_shift", shift))
-        return PLDCurve(direction, upper, lower, h, shift, details), h
+        details = (("mesh", h), ("window_lower", a), ("window_upper", b), ("location_shift", shift),
+                   ("lower_excess_factor", math.exp(log_excess)))
+        return PLDCurve(direction, upper, lower, h, shift, details, math.exp(log_excess)), h
 
 
 def pld_profile(mechanism: Mechanism, **options: Any) -> PrivacyProfile:

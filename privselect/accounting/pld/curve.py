@@ -47,8 +47,11 @@ class PLDCurve(DirectionalCurve):
     """H_{e^eps} of one direction: between the optimistic and the pessimistic composed laws (`pld` docstring)."""
 
     def __init__(self, direction: str, upper: Composed, lower: Composed, h: float, shift: float,
-                 details: tuple) -> None:
+                 details: tuple, lower_factor: float = 1.0) -> None:
         self.direction = direction
+        #: the composed optimistic law's curve is at most this times the true one (its steps' checked rounding,
+        #: composed: Zhu, Dong, Wang 2022, Lemma 7 applied step by step)
+        self.lower_factor = lower_factor
         self._up, self._low = _Sums(upper, h, shift), _Sums(lower, h, shift)
         self._upper, self._lower = upper, lower
         self.upper_extra = upper.inf_mass + upper.above + upper.fp
@@ -66,6 +69,6 @@ class PLDCurve(DirectionalCurve):
         up, up_round = self._up.evaluate(flat)
         low, low_round = self._low.evaluate(flat)
         upper = np.minimum(up + up_round + self.upper_extra, 1.0)
-        lower = np.clip(low - low_round - self.lower_less, 0.0, None)
+        lower = np.clip(low - low_round - self.lower_less, 0.0, None) / self.lower_factor
         lower = np.minimum(lower, upper)
         return lower.reshape(e.shape), upper.reshape(e.shape)

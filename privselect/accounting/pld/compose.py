@@ -7,6 +7,11 @@ so c~_j >= c_j on the window: every mass that wraps either comes from above the 
 delta is charged separately by the Chernoff bound ``above``) or from below (a smaller loss, whose weight is
 smaller). Hence delta_upper = sum_j c~_j w_j(eps) + above + fp is an upper bound, and
 delta_lower = sum_j c~_j w_j(eps) - above - below - fp a lower bound, for the laws composed.
+
+The circular convolution is computed by `fast.compose_fast` (float64 FFTs; the low frequencies, where powering
+amplifies the FFT's error k-fold, recomputed in long double relative to each law's mode, so the error term no
+longer grows like k u) wherever its direct sums fit their budget, else by one long-double FFT per law
+(`_compose_long`, error ~ k u_long). Both give a proven l1 bound ``fp``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import numpy as np
 import scipy.fft
 
 from ..budget import require_memory
+from .fast import compose_fast
 
 #: Per radix stage relative error of a pocketfft butterfly, in units of the unit roundoff (as the PRV member).
 FFT_STAGE_ULPS = 10.0
@@ -99,6 +105,18 @@ def compose(parts: Sequence[tuple[np.ndarray, int, int]], infs: Sequence[float],
     require_memory("PLD", f"the composition on {n} points", compose_bytes(n, len(parts)), max_memory)
     offset = sum(k * i0 for _, i0, k in parts)
     shift = j_a - offset  # output index j holds the loss (offset + shift + j) h after rolling
+    fast = compose_fast(parts, n)
+    pmf, fp = fast if fast is not None else _compose_long(parts, n)
+    pmf = np.roll(pmf, -(shift % n))
+    negative = float(-np.sum(pmf[pmf < 0]))
+    np.maximum(pmf, 0, out=pmf)  # moves every entry towards the (non-negative) exact value
+    inf_mass = 1.0 - math.exp(sum(k * math.log1p(-w) for (_, _, k), w in zip(parts, infs))) if any(infs) else 0.0
+    above, below = tail_masses(mgfs, (j_a - 0.5) * h, (j_a + n - 0.5) * h)
+    return Composed(j0=j_a, pmf=pmf, inf_mass=inf_mass, above=above, below=below, fp=max(fp, negative))
+
+
+def _compose_long(parts: Sequence[tuple[np.ndarray, int, int]], n: int) -> tuple[np.ndarray, float]:
+    """The circular convolution by one long-double FFT per law (pmf before the roll, its l1 error bound)."""
     log2n = math.log2(n)
     e_inf = FFT_STAGE_ULPS * LONG_UNIT * log2n  # componentwise forward-FFT error per unit of input mass
     log_abs = np.zeros(n // 2 + 1, dtype=np.longdouble)
@@ -121,7 +139,6 @@ def compose(parts: Sequence[tuple[np.ndarray, int, int]], infs: Sequence[float],
     composed = np.zeros(n // 2 + 1, dtype=np.clongdouble)
     composed[keep] = np.exp(log_abs[keep] + 1j * phase[keep])
     pmf = scipy.fft.irfft(composed, n)
-    pmf = np.roll(pmf, -(shift % n))
     # |prod P_i^k_i - prod P^_i^k_i| <= sum_i k_i |dP_i| prod_l (|P^_l| + e)^(k_l - 1)  (mean value theorem)
     k_total = sum(k for _, _, k in parts)
     spec_err = k_err * np.exp(log_abs_err)
@@ -130,8 +147,4 @@ def compose(parts: Sequence[tuple[np.ndarray, int, int]], infs: Sequence[float],
     per_entry = spec_err + power_err + dropped
     fp = math.sqrt(2.0 * float(np.sum(per_entry ** 2)))  # ||error of the output||_1 <= ||spectrum error||_2
     fp += FFT_STAGE_ULPS * LONG_UNIT * log2n * 2.0 * float(np.sum(np.abs(composed)))
-    negative = float(-np.sum(pmf[pmf < 0]))
-    np.maximum(pmf, 0, out=pmf)  # moves every entry towards the (non-negative) exact value
-    inf_mass = 1.0 - math.exp(sum(k * math.log1p(-w) for (_, _, k), w in zip(parts, infs))) if any(infs) else 0.0
-    above, below = tail_masses(mgfs, (j_a - 0.5) * h, (j_a + n - 0.5) * h)
-    return Composed(j0=j_a, pmf=pmf, inf_mass=inf_mass, above=above, below=below, fp=max(fp, negative))
+    return pmf, fp

@@ -54,8 +54,8 @@ class Discretised:
     lower_excess: float = 1.0
 
 
-def grid_delta(loss: PrivacyLoss, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(lower, upper) bounds on delta(eps) of one step at each eps, and Q(L > eps)."""
+def grid_delta(loss: PrivacyLoss, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(lower, upper) bounds on delta(eps) of one step at each eps, P(L > eps) and Q(L > eps)."""
     with np.errstate(over="ignore", invalid="ignore"):
         sf_p = np.asarray(loss.sf(eps), dtype=float)
         sf_q = np.asarray(loss.sf_secondary(eps), dtype=float)
@@ -65,15 +65,30 @@ def grid_delta(loss: PrivacyLoss, eps: np.ndarray) -> tuple[np.ndarray, np.ndarr
     scaled_ok = np.isfinite(scaled)
     upper = np.where(scaled_ok, np.minimum(value + slack, 1.0), 1.0)
     lower = np.where(scaled_ok, np.maximum(value - slack, 0.0), 0.0)
-    return np.maximum(lower, 1.0 - np.exp(eps)), np.maximum(upper, 1.0 - np.exp(eps)), sf_q
+    return np.maximum(lower, 1.0 - np.exp(eps)), np.maximum(upper, 1.0 - np.exp(eps)), sf_p, sf_q
 
 
-def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float) -> Discretised:
+def loss_variance(loss: PrivacyLoss, lower_end: float, upper_end: float) -> float:
+    """An estimate (not a bound; it sizes the mesh) of Var_P(L) on its finite part, by the trapezoid rule in
+    log l of E L^2 = int_0^inf 2 l (P(L > l) + P(L < -l)) dl and E L = int_0^inf (P(L > l) - P(L < -l)) dl."""
+    extent = max(abs(lower_end), abs(upper_end), 1e-300)
+    ell = np.geomspace(extent * 1e-12, extent, 600)
+    with np.errstate(over="ignore", invalid="ignore"):
+        above = np.asarray(loss.sf(ell), dtype=float)
+        below = np.asarray(loss.cdf(-ell), dtype=float)
+    log_ell = np.log(ell)
+    second = float(np.trapezoid(2 * ell * ell * (above + below), log_ell))
+    first = float(np.trapezoid(ell * (above - below), log_ell))
+    return second - first * first
+
+
+def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float,
+               optimistic: bool = True) -> Discretised:
     """Connect-the-dots laws of ``loss`` on the grid h Z between ``lower_end`` and ``upper_end`` (module docstring)."""
     i0 = int(math.floor(lower_end / h))
     i1 = max(int(math.ceil(upper_end / h)), i0 + 2)
     grid = np.arange(i0, i1 + 1) * h
-    _, up, _ = grid_delta(loss, grid)
+    _, up, sf_p, sf_q = grid_delta(loss, grid)
     x = np.exp(grid)
     dx = x[:-1] * math.expm1(h)  # x_i - x_{i-1} without cancellation
     # pessimistic: slopes s_i on (x_{i-1}, x_i], made non-decreasing from the right (values only rise)
@@ -86,27 +101,31 @@ def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float) 
     # the line left of x_0 must reach >= 1 at x = 0: the kink at x_0 supplies it
     upper[0] = max(0.0, 1.0 - v0 + slopes[0] * x[0])
     upper_inf = float(up[-1])
-    lower, excess = _tangent_law(loss, grid, x, dx)
+    if not optimistic:
+        return Discretised(i0, upper, upper_inf, np.zeros(0), 0.0)
+    lower, excess = _tangent_law(loss, grid, x, dx, sf_p, sf_q)
     return Discretised(i0, upper, upper_inf, lower, 0.0, excess)
 
 
-def _tangent_values(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Values v_i <= delta(x_i) such that the chord of every segment lies below a line that lies below delta:
-    segment i = [x_{i-1}, x_i] takes the tangent at the half-grid point m_i = l_{i-1} + h/2, its line
-    t_i(x) = P(L > m_i) - x Q(L > m_i) (+ P(L = inf)), which lies below delta everywhere (Neyman-Pearson: the
-    test {L > m_i}); where t_i is below the reference line r(x) = 1 - x Q(L finite) (the tangent at -inf) at
-    x_{i-1}, the segment takes r instead, and where its line is negative at x_i, the zero line. Then
-    v_i = min(t_i(x_i), t_{i+1}(x_i)) puts both ends of each chord below that segment's line."""
+def _tangent_values(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, sf_p: np.ndarray,
+                    sf_q: np.ndarray) -> np.ndarray:
+    """Values v_i <= delta(x_i) such that the chord of every segment lies below a line that lies below delta.
+
+    Every test {L > m} gives such a line, t_m(x) = P(L > m) + P(L = inf) - x Q(L > m) (Neyman-Pearson), and so
+    does r(x) = 1 - x Q(L finite) (m = -inf). Segment i = [x_{i-1}, x_i] takes, in this order, the first line
+    that is >= r at x_{i-1} (no mass is lost to -inf) and >= 0 at x_i (the values stay >= 0): t at the half-grid
+    point, t at l_{i-1} (always >= r at x_{i-1}), r; else the first that is >= 0 at x_i: t at l_i, the zero line.
+    Then v_i = min(line_i(x_i), line_{i+1}(x_i)) puts both ends of each chord below that segment's line."""
     h = float(grid[1] - grid[0])
-    mid = grid[:-1] + 0.5 * h
     with np.errstate(over="ignore", invalid="ignore"):
-        p = np.asarray(loss.sf(mid), dtype=float)
-        q = np.asarray(loss.sf_secondary(mid), dtype=float)
+        p_mid = np.asarray(loss.sf(grid[:-1] + 0.5 * h), dtype=float)
+        q_mid = np.asarray(loss.sf_secondary(grid[:-1] + 0.5 * h), dtype=float)
     inf = float(loss.inf_mass)
     finite = 1.0 - float(loss.secondary_neg_inf_mass)
-    p, q = np.where(np.isfinite(p), p, 0.0), np.where(np.isfinite(q), q, 1.0)  # unknown: the line only falls
 
-    def tangent(at: np.ndarray) -> np.ndarray:  # rounded down: SF_REL_ERROR on each tail, 4 ulp on the sum
+    def tangent(p: np.ndarray, q: np.ndarray, at: np.ndarray) -> np.ndarray:
+        # rounded down: SF_REL_ERROR on each tail, a few ulp on the sum; an unknown tail only lowers the line
+        p, q = np.where(np.isfinite(p), p, 0.0), np.where(np.isfinite(q), q, 1.0)
         value = inf + p - at * q
         return value - (SF_REL_ERROR + 1e-15) * (inf + p + at * q) - 1e-300
 
@@ -114,20 +133,28 @@ def _tangent_values(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray) -> np.nd
         value = -np.expm1(np.log(at)) if finite == 1.0 else 1.0 - at * finite
         return value - 1e-15 * (np.abs(value) + at) - 1e-300
 
-    left, right = tangent(x[:-1]), tangent(x[1:])
-    use_reference = ~(left >= reference(x[:-1]))
-    left = np.where(use_reference, reference(x[:-1]), left)
-    right = np.where(use_reference, reference(x[1:]), right)
-    negative = ~(right >= 0.0)
-    left, right = np.where(negative, 0.0, left), np.where(negative, 0.0, right)
+    xl, xr = x[:-1], x[1:]
+    ref_l, ref_r = reference(xl), reference(xr)
+    candidates = [(tangent(p_mid, q_mid, xl), tangent(p_mid, q_mid, xr)),
+                  (tangent(sf_p[:-1], sf_q[:-1], xl), tangent(sf_p[:-1], sf_q[:-1], xr)),
+                  (ref_l, ref_r)]
+    left, right = np.zeros(xl.size), np.zeros(xl.size)  # the zero line unless a candidate is taken
+    chosen = np.zeros(xl.size, dtype=bool)
+    for cand_l, cand_r in candidates:  # mass-keeping candidates first
+        take = ~chosen & (cand_l >= ref_l) & (cand_r >= 0)
+        left, right, chosen = np.where(take, cand_l, left), np.where(take, cand_r, right), chosen | take
+    cand_l, cand_r = tangent(sf_p[1:], sf_q[1:], xl), tangent(sf_p[1:], sf_q[1:], xr)
+    take = ~chosen & (cand_r >= 0)
+    left, right = np.where(take, cand_l, left), np.where(take, cand_r, right)
     values = np.empty(grid.size)
-    values[0] = min(float(reference(x[:1])[0]), float(left[0]))
+    values[0] = min(float(ref_l[0]), float(left[0]))
     values[1:-1] = np.minimum(right[:-1], left[1:])
     values[-1] = 0.0  # the zero line beyond the grid (delta >= 0): the last chord ends at 0
     return values
 
 
-def _tangent_law(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, dx: np.ndarray) -> tuple[np.ndarray, float]:
+def _tangent_law(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, dx: np.ndarray, sf_p: np.ndarray,
+                 sf_q: np.ndarray) -> tuple[np.ndarray, float]:
     """The optimistic law: masses of the greatest convex minorant of (0, 1), (x_i, v_i) (`_tangent_values`),
     its slopes the weighted isotonic regression of the chords' slopes (pool adjacent violators), and the
     relative excess of its curve over the values (rounding), checked at every grid point in long double.
@@ -137,7 +164,7 @@ def _tangent_law(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, dx: np.ndar
     follow r(x) up to the first mass, its slope at 0 is -Q(L finite): no mass is lost to -inf, so composing
     it does not drift (the old lowered chords lost ~1e-6 of mass per step of a subsampled Gaussian at
     q = 1e-4, i.e. all but e^{-1} of the composed mass at 1e6 steps)."""
-    values = _tangent_values(loss, grid, x)
+    values = _tangent_values(loss, grid, x, sf_p, sf_q)
     ys = np.concatenate([[1.0], values])
     widths = np.concatenate([[x[0]], dx])
     chords = np.diff(ys) / widths

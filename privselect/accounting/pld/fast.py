@@ -11,7 +11,7 @@ frequencies), each law is centred at its mode c and P_j e^{i theta_j c} = M + D_
 
 the first sum direct in long double (terms with relative error <= 12 u, summed with error <= (W - 1) u sum |t|,
 Higham 2002, Sec. 4.2; the angles reduced exactly in integers), the far part (mass M_far) by its own float64 FFT
-(error e M_far), and M = sum p exactly (two-term `math.fsum`). Then log P_j = log M + log1p(D_j / M) - i theta_j c,
+(error e M_far), and M = sum p to long-double precision (`_exact_sum`). Then log P_j = log M + log1p(D_j / M) - i theta_j c,
 whose error |dD| / (M |1 + D/M| - |dD|) is *relative* and small, so k |d log P| stays small where |P|^k is not:
 the composed entry's error is (sum_i k_i |d log P_i|) e^{sum_i k_i |d log P_i|} |X^| plus its rounding. The output
 error is bounded as in `compose`: ||error||_1 <= sqrt(2 sum_j err_j^2) + e ||X^||_1 (inverse FFT).
@@ -36,11 +36,20 @@ DIRECT_BUDGET = 1e6
 _TWO_PI = 8 * np.arctan(np.longdouble(1))
 
 
-def _exact_sum(values: np.ndarray) -> np.longdouble:
-    """sum(values) to long-double precision (the correctly rounded sum plus its correctly rounded residual)."""
-    high = math.fsum(values)
-    low = math.fsum(np.concatenate([values, [-high]]))
-    return np.longdouble(high) + np.longdouble(low)
+def _exact_sum(values: np.ndarray) -> tuple[float, np.longdouble]:
+    """sum(values) as high + low (high a double, low long double) to about u^2: a pairwise tree of float64 additions whose rounding errors are
+    recovered exactly (Knuth's TwoSum) and summed in long double (their own rounding is of order u^2)."""
+    s = np.asarray(values, dtype=float)
+    errors = np.longdouble(0)
+    while s.size > 1:
+        if s.size % 2:
+            s = np.concatenate([s, [0.0]])
+        a, b = s[0::2], s[1::2]
+        t = a + b
+        bp = t - a
+        errors += np.sum(((a - (t - bp)) + (b - bp)).astype(np.longdouble))
+        s = t
+    return float(s[0]), errors
 
 
 def _window(masses: np.ndarray, centre: int, target: float, widest: int) -> int:
@@ -108,14 +117,16 @@ def _accurate(parts, specs, freqs: np.ndarray, n: int, e_step: float):
     for (masses, _, k), spec in zip(parts, specs):
         centre = int(np.argmax(masses))
         widest = int(max(8, (budget_per_law - 1) // 2))
-        target = 1e-14 / max(k * e_step, 1e-300)
+        target = 1e-13 / max(k * e_step, 1e-300)
         half = _window(masses, centre, target, widest)
         lo, hi = max(centre - half, 0), min(centre + half + 1, masses.size)
         near = masses[lo:hi]
         far = masses.copy()
         far[lo:hi] = 0.0
         far_mass = float(np.sum(far)) * (1 + 1e-12)
-        total = _exact_sum(masses)
+        high, low = _exact_sum(masses)
+        total = np.longdouble(high) + low
+        log_total = np.log(np.longdouble(high)) + np.log1p(low / np.longdouble(high))  # relative to its value
         # near part, direct: angles theta_j (l - c) reduced to (-pi, pi] exactly in integers
         offsets = np.arange(lo, hi, dtype=np.int64) - centre
         r = (j[:, None] * offsets[None, :]) % n
@@ -135,7 +146,7 @@ def _accurate(parts, specs, freqs: np.ndarray, n: int, e_step: float):
             d_err += e_step * far_mass + 16 * UNIT * far_mass
         d = d / total
         d_err = d_err / float(total) * (1 + 1e-12)
-        log_mod = np.log(total) + 0.5 * np.log1p(2 * d.real + d.real ** 2 + d.imag ** 2)
+        log_mod = log_total + 0.5 * np.log1p(2 * d.real + d.real ** 2 + d.imag ** 2)
         angle = np.arctan2(d.imag, 1 + d.real)
         denominator = np.abs(1 + d).astype(float) - d_err
         if np.any(denominator <= 0):
@@ -144,7 +155,9 @@ def _accurate(parts, specs, freqs: np.ndarray, n: int, e_step: float):
         # log M + log1p(.)/2 and atan2, each within a few ulps of its value; the log1p argument within 3 u of
         # 2 |Re d| + |d|^2; the product by k one more ulp: no error term of order k u alone
         size_d = (2 * np.abs(d.real) + np.abs(d) ** 2).astype(float)
-        rounding += k * 8 * LONG_UNIT * (np.abs(log_mod).astype(float) + np.abs(angle).astype(float) + size_d)
+        # (log M from the two-term sum: within a few ulps of its own value)
+        rounding += k * 8 * LONG_UNIT * (np.abs(log_mod).astype(float) + np.abs(angle).astype(float) + size_d
+                                         + abs(float(log_total)))
         log_abs += k * log_mod
         phase += k * angle
         turns = (turns + k * centre) % n

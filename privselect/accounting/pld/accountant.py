@@ -72,7 +72,7 @@ class PLDAccountant:
     """
 
     value_discretization_interval: float | None = None
-    points: int = 1 << 18
+    points: int = 1 << 15
     max_points: int = 1 << 22
     max_memory: float = DEFAULT_MAX_MEMORY
 

@@ -303,7 +303,7 @@ def scale_block(steps=SCALE_STEPS, rates=SCALE_RATES, noises=SCALE_NOISES, delta
                 timeout: float = PEER_TIMEOUT) -> list[dict]:
     """The large-scale block (module docstring): one line per cell, as it is measured. Each peer runs in a child
     process and is marked "timeout" past ``timeout`` seconds (wall) per (T, q, sigma) for the PLD and per cell
-    for prv-accountant."""
+    for prv-accountant (after one timeout, the other deltas of that (T, q, sigma) are marked without a run)."""
     warm_up()
     print(f"{'T':>9}{'q':>8}{'sigma':>6}{'delta':>7} | {'ours eps':>9}{'s':>7}{'MB':>7} | {'PLD eps':>9}{'s':>7}"
           f"{'MB':>7} | {'prv eps':>9}{'s':>7}{'MB':>7} | {'vs best':>8}", flush=True)
@@ -315,10 +315,15 @@ def scale_block(steps=SCALE_STEPS, rates=SCALE_RATES, noises=SCALE_NOISES, delta
                 plds = _in_child(lambda: _pld_cells(parts, deltas), timeout)
                 if isinstance(plds, str):
                     plds = [(plds, math.nan, math.nan)] * len(deltas)
+                prv_timed_out = False
                 for delta, pld in zip(deltas, plds):
                     ours = _measured(lambda: default_epsilon(parts, delta))
-                    prv = _in_child(lambda: [_measured(lambda: prv_accountant_epsilon(parts, delta))], timeout)
-                    prv = (prv, math.nan, math.nan) if isinstance(prv, str) else prv[0]
+                    if prv_timed_out:  # its cost barely depends on delta: the other deltas are not run
+                        prv = (f"timeout>{timeout:.0f}s", math.nan, math.nan)
+                    else:
+                        prv = _in_child(lambda: [_measured(lambda: prv_accountant_epsilon(parts, delta))], timeout)
+                        prv_timed_out = isinstance(prv, str) and prv.startswith("timeout")
+                        prv = (prv, math.nan, math.nan) if isinstance(prv, str) else prv[0]
                     peers = [v for v, _, _ in (pld, prv) if isinstance(v, float) and math.isfinite(v)]
                     gap = (ours[0] / min(peers) - 1) * 100 if peers and isinstance(ours[0], float) else math.nan
                     row = {"T": t, "q": q, "sigma": sigma, "delta": delta, "ours": ours, "pld": pld, "prv": prv,

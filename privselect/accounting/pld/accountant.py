@@ -36,6 +36,9 @@ _TAIL = 1e-18
 #: Largest automatic mesh, in units of the steps' root-mean-square loss deviation (an estimate; it sizes the
 #: mesh only): 0.1 puts the upper end within ~0.2% of eps at 1e6-1e7 subsampled Gaussian steps.
 MESH_PER_SD = 0.1
+#: ... but no finer than the window over this many points (where rare large losses dominate the deviation,
+#: e.g. q T ~ 1, the cap would ask for millions of points without making the answer tighter).
+AUTO_MAX_POINTS = 1 << 21
 #: Largest finite loss of one step (e^l must stay finite in double precision).
 _MAX_LOSS = 700.0
 
@@ -125,7 +128,7 @@ class PLDAccountant:
                        for (loss, k), t in zip(components, tails)) / total
         if math.isfinite(variance) and variance > 0:
             h = min(h, MESH_PER_SD * math.sqrt(variance))
-        h = max(h, 1.25 * (b - a) / self.max_points)
+        h = max(h, (b - a) / AUTO_MAX_POINTS, 1.25 * (b - a) / self.max_points)
         return min(max(h, 1e-7), 1e-2)
 
     def _curve(self, direction: str, components) -> tuple[PLDCurve, float]:

@@ -172,13 +172,14 @@ def _tangent_law(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, dx: np.ndar
     slopes = np.maximum.accumulate(np.minimum(slopes, 0.0))
     kinks = np.diff(np.concatenate([slopes, [0.0]]))
     masses = x * np.maximum(kinks, 0.0)
-    # the curve of the masses at each grid point, S0 - x S1 over the masses to its right (long double)
+    # the curve of the masses at each grid point, without cancellation: with S1_m = sum_{k > m} w_k / x_k (the
+    # slope's modulus on (x_m, x_{m+1}]), curve_i = sum_{m >= i} S1_m (x_{m+1} - x_m), sums of non-negative
+    # terms in long double (relative error <= (2 n + 6) u), the widths and the x_i within a few double ulps
     w = masses.astype(np.longdouble)
-    s0 = np.concatenate([np.cumsum(w[::-1])[::-1][1:], [np.longdouble(0)]])
-    s1 = np.concatenate([np.cumsum((w / x.astype(np.longdouble))[::-1])[::-1][1:], [np.longdouble(0)]])
-    curve = s0 - x.astype(np.longdouble) * s1
-    unit = float(np.finfo(np.longdouble).eps)
-    bound = (curve + 2.0 * (x.size + 8) * unit * (s0 + x * s1)).astype(float)
+    s1 = np.cumsum((w / x.astype(np.longdouble))[::-1])[::-1][1:]  # S1_m, m = 0..n-1
+    curve = np.concatenate([np.cumsum((s1 * dx.astype(np.longdouble))[::-1])[::-1], [np.longdouble(0)]])
+    unit = float(np.finfo(np.longdouble).eps) / 2
+    bound = curve.astype(float) * (1 + (2 * x.size + 6) * unit + 16 * 2.0 ** -53)
     over = bound > values
     if not np.any(over):
         return masses, 1.0

@@ -14,7 +14,8 @@ Higham 2002, Sec. 4.2; the angles reduced exactly in integers), the far part (ma
 (error e M_far), and M = sum p to long-double precision (`_exact_sum`). Then log P_j = log M + log1p(D_j / M) - i theta_j c,
 whose error |dD| / (M |1 + D/M| - |dD|) is *relative* and small, so k |d log P| stays small where |P|^k is not:
 the composed entry's error is (sum_i k_i |d log P_i|) e^{sum_i k_i |d log P_i|} |X^| plus its rounding. The output
-error is bounded as in `compose`: ||error||_1 <= sqrt(2 sum_j err_j^2) + e ||X^||_1 (inverse FFT).
+error is ||error||_1 <= sqrt(2 sum_j err_j^2) + e ||X^||_2 (the inverse FFT's normwise bound, Higham 2002,
+Thm 24.2, and Parseval).
 """
 
 from __future__ import annotations
@@ -99,7 +100,9 @@ def compose_fast(parts: Sequence[tuple[np.ndarray, int, int]], n: int) -> tuple[
         composed[accurate], err[accurate] = result
     pmf = scipy.fft.irfft(composed, n)
     fp = math.sqrt(2.0 * float(np.sum(err ** 2)))
-    fp += e_step * 2.0 * float(np.sum(np.abs(composed))) + UNIT * 2.0 * float(np.sum(np.abs(composed)))
+    # the inverse FFT: normwise stage errors (Higham 2002, Thm 24.2, per stage as `FFT_STAGE_ULPS`) give
+    # ||error||_2 <= e ||x||_2 = e ||X||_2 / sqrt(n), so ||error||_1 <= sqrt(n) ||error||_2 <= e ||X||_2
+    fp += (e_step + UNIT) * math.sqrt(2.0 * float(np.sum(np.abs(composed) ** 2)))
     return pmf, fp
 
 
@@ -123,7 +126,7 @@ def _accurate(parts, specs, freqs: np.ndarray, n: int, e_step: float):
         near = masses[lo:hi]
         far = masses.copy()
         far[lo:hi] = 0.0
-        far_mass = float(np.sum(far)) * (1 + 1e-12)
+        far_mass = float(np.sum(far))  # subtracted below; its rounding (<= 16 u far_mass) is in the error term
         high, low = _exact_sum(masses)
         total = np.longdouble(high) + low
         log_total = np.log(np.longdouble(high)) + np.log1p(low / np.longdouble(high))  # relative to its value
@@ -143,7 +146,7 @@ def _accurate(parts, specs, freqs: np.ndarray, n: int, e_step: float):
             far_spec = scipy.fft.rfft(far, n)[freqs]
             rot = np.exp(2j * np.pi * ((j * centre) % n) / n)
             d = d + (far_spec * rot - far_mass).astype(np.clongdouble)
-            d_err += e_step * far_mass + 16 * UNIT * far_mass
+            d_err += (e_step + 16 * UNIT) * far_mass * (1 + 1e-12)
         d = d / total
         d_err = d_err / float(total) * (1 + 1e-12)
         log_mod = log_total + 0.5 * np.log1p(2 * d.real + d.real ** 2 + d.imag ** 2)

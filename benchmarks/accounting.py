@@ -121,7 +121,7 @@ def warm_up() -> None:
     tiny = (Part("gaussian", 1.0, 0.5, 3),)
     for fn in (lambda: pld_epsilon(tiny, 1e-5, interval=1e-2), lambda: prv_accountant_epsilon(tiny, 1e-5)):
         _cell(fn, 1)
-    for acc in ("auto", "prv", "cf", "rdp"):
+    for acc in ("auto", "pld", "prv", "cf", "rdp"):
         _cell(lambda: default_epsilon(tiny, 1e-5, accountant=acc), 1)
         _cell(lambda: default_epsilon((Part("laplace", 1.0, 1.0, 3),), 1e-5, accountant=acc), 1)
 
@@ -377,7 +377,7 @@ def main(argv=None) -> None:
         return
     if not args.corners_only:
         rows = {name: ROWS[name] for name in args.rows.split(",")}
-        matrix(rows, args.repeat, ("prv", "cf", "rdp") if args.accountants else ())
+        matrix(rows, args.repeat, ("pld", "prv", "cf", "rdp") if args.accountants else ())
     else:
         warm_up()
     corner_matrix({name: CORNERS[name] for name in args.corners.split(",") if name}, args.repeat)

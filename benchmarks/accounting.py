@@ -39,7 +39,8 @@ not trusted (the ``ref`` column decides).
 Large-scale block (issue 31): Poisson-subsampled Gaussian, T in {1e5, 1e6, 1e7} x q in {1e-5, 1e-4, 1e-3} x
 sigma in {0.6, 0.8, 1.0} x delta in {1e-5, 1e-8, 1e-10}: the default's eps (a cold build plus one query), its
 CPU seconds and peak traced memory (tracemalloc), next to dp-accounting's pessimistic PLD(1e-4) (compose plus
-query) and prv-accountant (eps_error 0.01, delta_error delta/1000; its upper end) where it runs. Target: the
+query) and prv-accountant (eps_error 0.01, delta_error delta/1000; its upper end) where it runs; each peer runs in a
+child process and is marked "timeout>120s" past 120 s (``--peer-timeout``). Target: the
 default's eps at most 0.5% above the smaller peer (or below both), its median time at most the PLD's, and at
 most 2 GB per query.
 
@@ -120,7 +121,7 @@ def warm_up() -> None:
     tiny = (Part("gaussian", 1.0, 0.5, 3),)
     for fn in (lambda: pld_epsilon(tiny, 1e-5, interval=1e-2), lambda: prv_accountant_epsilon(tiny, 1e-5)):
         _cell(fn, 1)
-    for acc in ("auto", "prv", "cf", "rdp"):
+    for acc in ("auto", "pld", "prv", "cf", "rdp"):
         _cell(lambda: default_epsilon(tiny, 1e-5, accountant=acc), 1)
         _cell(lambda: default_epsilon((Part("laplace", 1.0, 1.0, 3),), 1e-5, accountant=acc), 1)
 
@@ -255,8 +256,54 @@ def _measured(fn):
     return value, seconds, peak
 
 
-def scale_block(steps=SCALE_STEPS, rates=SCALE_RATES, noises=SCALE_NOISES, deltas=SCALE_DELTAS) -> list[dict]:
-    """The large-scale block (module docstring): one line per cell, as it is measured."""
+#: A peer's cell (its build and its queries) that runs longer than this is stopped and marked "timeout".
+PEER_TIMEOUT = 120.0
+
+
+def _in_child(fn, timeout: float = PEER_TIMEOUT):
+    """fn() -> list of (value, CPU seconds, MB) run in a forked process, stopped after ``timeout`` wall seconds
+    (then every entry reads "timeout>120s"), so that one slow peer cell cannot hang the block."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+
+    def target():
+        try:
+            send.send(fn())
+        except BaseException as exc:  # noqa: BLE001 - reported as the cell's failure
+            send.send(f"failed: {type(exc).__name__}: {str(exc)[:50]}")
+
+    child = ctx.Process(target=target, daemon=True)
+    start = time.process_time()
+    child.start()
+    result = receive.recv() if receive.poll(timeout) else None
+    child.join(1.0)
+    if child.is_alive():
+        child.kill()
+        child.join()
+    if result is None:
+        return f"timeout>{timeout:.0f}s"
+    return result if not isinstance(result, str) else result
+
+
+def _pld_cells(parts, deltas):
+    """dp-accounting's PLD(1e-4): one build, then each delta (the build's time and memory count in every cell)."""
+    composed, build_s, build_mb = _measured(lambda: pld_of_parts(parts, 1e-4))
+    if isinstance(composed, str):
+        return [(composed, build_s, build_mb)] * len(deltas)
+    out = []
+    for delta in deltas:
+        value, seconds, mb = _measured(lambda: float(composed.get_epsilon_for_delta(delta)))
+        out.append((value, build_s + seconds, max(build_mb, mb)))
+    return out
+
+
+def scale_block(steps=SCALE_STEPS, rates=SCALE_RATES, noises=SCALE_NOISES, deltas=SCALE_DELTAS,
+                timeout: float = PEER_TIMEOUT) -> list[dict]:
+    """The large-scale block (module docstring): one line per cell, as it is measured. Each peer runs in a child
+    process and is marked "timeout" past ``timeout`` seconds (wall) per (T, q, sigma) for the PLD and per cell
+    for prv-accountant (after one timeout, the other deltas of that (T, q, sigma) are marked without a run)."""
     warm_up()
     print(f"{'T':>9}{'q':>8}{'sigma':>6}{'delta':>7} | {'ours eps':>9}{'s':>7}{'MB':>7} | {'PLD eps':>9}{'s':>7}"
           f"{'MB':>7} | {'prv eps':>9}{'s':>7}{'MB':>7} | {'vs best':>8}", flush=True)
@@ -265,15 +312,18 @@ def scale_block(steps=SCALE_STEPS, rates=SCALE_RATES, noises=SCALE_NOISES, delta
         for q in rates:
             for sigma in noises:
                 parts = (Part("gaussian", sigma, q, t),)
-                composed, pld_build, pld_mb = _measured(lambda: pld_of_parts(parts, 1e-4))
-                for delta in deltas:
+                plds = _in_child(lambda: _pld_cells(parts, deltas), timeout)
+                if isinstance(plds, str):
+                    plds = [(plds, math.nan, math.nan)] * len(deltas)
+                prv_timed_out = False
+                for delta, pld in zip(deltas, plds):
                     ours = _measured(lambda: default_epsilon(parts, delta))
-                    if isinstance(composed, str):
-                        pld = (composed, pld_build, pld_mb)
+                    if prv_timed_out:  # its cost barely depends on delta: the other deltas are not run
+                        prv = (f"timeout>{timeout:.0f}s", math.nan, math.nan)
                     else:
-                        value, seconds, mb = _measured(lambda: float(composed.get_epsilon_for_delta(delta)))
-                        pld = (value, pld_build + seconds, max(pld_mb, mb))
-                    prv = _measured(lambda: prv_accountant_epsilon(parts, delta))
+                        prv = _in_child(lambda: [_measured(lambda: prv_accountant_epsilon(parts, delta))], timeout)
+                        prv_timed_out = isinstance(prv, str) and prv.startswith("timeout")
+                        prv = (prv, math.nan, math.nan) if isinstance(prv, str) else prv[0]
                     peers = [v for v, _, _ in (pld, prv) if isinstance(v, float) and math.isfinite(v)]
                     gap = (ours[0] / min(peers) - 1) * 100 if peers and isinstance(ours[0], float) else math.nan
                     row = {"T": t, "q": q, "sigma": sigma, "delta": delta, "ours": ours, "pld": pld, "prv": prv,
@@ -283,7 +333,24 @@ def scale_block(steps=SCALE_STEPS, rates=SCALE_RATES, noises=SCALE_NOISES, delta
                         (f"{v:>9.5g}" if isinstance(v, float) else f"{v[:9]:>9}") + f"{s:>7.2f}{mb:>7.0f}"
                         for v, s, mb in (ours, pld, prv))
                     print(f"{t:>9.0e}{q:>8.0e}{sigma:>6}{delta:>7.0e} | {cells} | {gap:>+7.2f}%", flush=True)
+    _summary(results)
     return results
+
+
+def _summary(results: list[dict]) -> None:
+    """Median times and the worst gap of the block (the targets of the module docstring)."""
+    import statistics
+
+    def median(key):
+        values = [r[key][1] for r in results if isinstance(r[key][0], float) and math.isfinite(r[key][1])]
+        return statistics.median(values) if values else math.nan
+
+    gaps = [r["gap_percent"] for r in results if math.isfinite(r["gap_percent"])]
+    worst = max(gaps) if gaps else math.nan
+    peak = max((r["ours"][2] for r in results), default=math.nan)
+    print(f"median CPU s: ours {median('ours'):.3f}, PLD {median('pld'):.3f}, prv {median('prv'):.3f}; "
+          f"worst eps gap vs the smaller peer {worst:+.3f}% ({sum(g > 0.5 for g in gaps)} cells above +0.5%); "
+          f"ours peak {peak:.0f} MB", flush=True)
 
 
 def main(argv=None) -> None:
@@ -298,6 +365,7 @@ def main(argv=None) -> None:
     parser.add_argument("--scale-rates", default=",".join(f"{q:g}" for q in SCALE_RATES))
     parser.add_argument("--scale-noises", default=",".join(f"{s:g}" for s in SCALE_NOISES))
     parser.add_argument("--scale-deltas", default=",".join(f"{d:g}" for d in SCALE_DELTAS))
+    parser.add_argument("--peer-timeout", type=float, default=PEER_TIMEOUT, help="seconds before a peer cell stops")
     args = parser.parse_args(argv)
     logging.getLogger().setLevel(logging.ERROR)  # dp-accounting warns about its optimistic fallback
     if args.scale:
@@ -305,11 +373,11 @@ def main(argv=None) -> None:
             return tuple(kind(float(x)) for x in text.split(",") if x)
 
         scale_block(numbers(args.scale_steps, int), numbers(args.scale_rates), numbers(args.scale_noises),
-                    numbers(args.scale_deltas))
+                    numbers(args.scale_deltas), args.peer_timeout)
         return
     if not args.corners_only:
         rows = {name: ROWS[name] for name in args.rows.split(",")}
-        matrix(rows, args.repeat, ("prv", "cf", "rdp") if args.accountants else ())
+        matrix(rows, args.repeat, ("pld", "prv", "cf", "rdp") if args.accountants else ())
     else:
         warm_up()
     corner_matrix({name: CORNERS[name] for name in args.corners.split(",") if name}, args.repeat)

@@ -275,7 +275,6 @@ def _in_child(fn, timeout: float = PEER_TIMEOUT):
             send.send(f"failed: {type(exc).__name__}: {str(exc)[:50]}")
 
     child = ctx.Process(target=target, daemon=True)
-    start = time.process_time()
     child.start()
     result = receive.recv() if receive.poll(timeout) else None
     child.join(1.0)

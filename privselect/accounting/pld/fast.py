@@ -94,7 +94,7 @@ def compose_fast(parts: Sequence[tuple[np.ndarray, int, int]], n: int) -> tuple[
     composed = modulus * np.exp(1j * phase)
     err = bound.copy()
     if accurate.size:
-        result = _accurate(parts, specs, accurate, n, e_step)
+        result = _accurate(parts, accurate, n, e_step)
         if result is None:
             return None
         composed[accurate], err[accurate] = result
@@ -106,7 +106,7 @@ def compose_fast(parts: Sequence[tuple[np.ndarray, int, int]], n: int) -> tuple[
     return pmf, fp
 
 
-def _accurate(parts, specs, freqs: np.ndarray, n: int, e_step: float):
+def _accurate(parts, freqs: np.ndarray, n: int, e_step: float):
     """(composed spectrum, error bound) at ``freqs`` from the centred long-double form (module docstring)."""
     budget_per_law = DIRECT_BUDGET / (len(parts) * freqs.size)
     if budget_per_law < 64:
@@ -117,7 +117,7 @@ def _accurate(parts, specs, freqs: np.ndarray, n: int, e_step: float):
     k_dlog = np.zeros(freqs.size)
     rounding = np.zeros(freqs.size)
     j = freqs.astype(np.int64)
-    for (masses, _, k), spec in zip(parts, specs):
+    for masses, _, k in parts:
         centre = int(np.argmax(masses))
         widest = int(max(8, (budget_per_law - 1) // 2))
         target = 1e-13 / max(k * e_step, 1e-300)

@@ -42,6 +42,7 @@ def _run_capped(body: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_default_answers_the_atomic_composition_within_two_gigabytes():
     # was killed by the kernel at ~24 GB (CF's outer product of a 4e5-atom and a 502-atom table); under an
     # 8 GB cap it answered [41.76, 41.80] (the issue's measurement, the PRV member's bracket)
@@ -55,6 +56,7 @@ def test_default_answers_the_atomic_composition_within_two_gigabytes():
     assert up - lo <= 0.001 * up
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_cf_declines_the_oversized_atom_product_instead_of_allocating_it():
     out = _run_capped(f"""
         lo, up = ps.privacy_profile({ATOMIC_CASE}, accountant="cf").epsilon_bounds(1.883e-4)
@@ -95,6 +97,7 @@ def test_memory_budget_is_an_option_of_every_numerical_member_and_validated():
     require_memory("X", "a grid", 1e9, 2e9)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("error", [ValueError("grid too long"), MemoryError("685 GiB"), OverflowError("exp")])
 def test_auto_moves_on_when_a_member_raises(error):
     mechanism = ps.Gaussian(1.0).poisson_subsample(0.01).compose(300)
@@ -111,6 +114,7 @@ def test_auto_moves_on_when_a_member_raises(error):
     assert up <= 1.005 * reference[1]
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_auto_does_not_build_the_small_delta_prv_to_narrow_a_bracket_far_above_its_floor():
     # took 40 s of CPU on f6402c5: the long-double PRV was built (10 s) to narrow a 1.9% delta bracket to 1.7%
     mechanism = ps.compose(ps.RandomizedResponse(0.03253).poisson_subsample(0.001829).compose(252),

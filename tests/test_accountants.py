@@ -71,6 +71,7 @@ def test_auto_uses_exact_for_gaussian_compositions():
     assert prof.epsilon(1e-6) == pytest.approx(float(ps.gaussian_epsilon(1e-6, mu)), rel=1e-12)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_auto_is_the_pointwise_best_of_what_it_ran():
     m = ps.Gaussian(1.1).poisson_subsample(0.01).compose(100)
     auto = ps.privacy_profile(m)
@@ -86,6 +87,7 @@ def test_auto_is_the_pointwise_best_of_what_it_ran():
     assert np.all(auto.delta(eps) <= ps.privacy_profile(m, accountant="prv").delta(eps))
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_auto_answers_every_delta_down_to_1e_30():
     m = ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(200)
     prof = ps.privacy_profile(m)
@@ -107,6 +109,7 @@ def _pld_epsilons(noise, rate, steps, delta, interval=1e-4):
     return out
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_auto_answers_many_step_eps_queries_by_cf_without_building_prv():
     """From 1e3 compositions on, eps(delta) goes to CF first: DP-SGD (14063 steps) is answered
     without a PRV grid, within the tightness bracket that would otherwise call the PRVs in, and
@@ -158,6 +161,7 @@ def test_auto_answers_closed_form_mechanisms_by_cf_first(delta, optimistic, pess
     (0.4921948799483093, 0.0010822086772540789, 5, 3.505962470534404e-10, 5.4755192543749835, 5.475757821431444,
      {"closed", "rdp", "pld"}),
 ])
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_auto_skips_cf_where_it_cannot_tighten_the_answer(noise, rate, steps, delta, optimistic, pessimistic,
                                                         members):
     """Two sweep cases that took 13 s and 21 s: a direction is refined by later tiers only where it can
@@ -176,6 +180,7 @@ def test_auto_skips_cf_where_it_cannot_tighten_the_answer(noise, rate, steps, de
         assert lower >= alone_lower and upper <= alone_upper
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_auto_does_not_stop_at_a_loose_bracket_on_few_tiny_rate_steps():
     """The 1e-5 sweep's worst case before the 0.4% + 4e-6 tier rule: 2 steps at q = 1.8e-4, delta
     below PRV's floor. CF's bracket there was [0, 9.3e-4] and passed the old rule (width < 1e-3), so
@@ -194,6 +199,7 @@ def test_old_method_keyword_is_a_clear_error():
         ps.privacy_profile(ps.Gaussian(1.0), method="prv")
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_auto_keeps_one_best_curve_per_neighbouring_direction():
     """A subsampled mechanism's two directions differ: auto keeps each one's pointwise best, which lies
     between PRV's certified lower and upper bounds of THAT direction (a swapped or merged direction would
@@ -267,6 +273,7 @@ def test_auto_small_delta_subsampled_gaussian_matches_cf_certified_end():
     assert lower <= cf_upper
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_auto_subsampled_laplace_at_small_delta_is_no_looser_than_pure_dp_composition():
     """36 steps of Laplace(19.146) at q = 0.0013, delta = 2.49e-14: auto answered 0.02295 from RDP. CF's
     subsampled-Laplace quadrature is only an estimate (not certified), so the reference is the pure-DP

@@ -50,6 +50,7 @@ def test_pure_dp_runs_get_theorem_2():
     assert cert.alternatives["adaptive-pure"] == pytest.approx(2 * (0.5 + math.log(3.0)), rel=1e-9)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("k", [ps.Geometric(mean=10), ps.Geometric(mean=30), ps.Logarithmic(mean=10)])
 def test_adaptive_certificate_is_never_below_the_iid_certificate_dpsgd(k):
     iid = ps.certify(DPSGD, k, 1e-5).epsilon
@@ -60,6 +61,7 @@ def test_adaptive_certificate_is_never_below_the_iid_certificate_dpsgd(k):
         previous = eps
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @settings(max_examples=25, deadline=None)
 @given(noise=st.floats(0.5, 20.0), mean=st.floats(1.5, 50.0), big=st.floats(1.0, 8.0), small=st.floats(0.1, 1.0),
        eta=st.sampled_from([0.0, 1.0, 2.5]), pure=st.booleans())
@@ -110,6 +112,7 @@ def test_certificate_round_trips_through_json():
     assert ps.Certificate.from_json(cert.to_json()) == cert
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_the_docs_table_is_what_the_code_gives():
     import re
     from pathlib import Path

@@ -58,6 +58,7 @@ def test_no_history_survives_the_selection():
     assert repr(SECRET).encode() not in blob
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_callable_privacy_takes_the_supremum_and_checks_candidates():
     space = {"lr": LogUniform(1e-4, 1.0), "sigma": Choice([2.0, 4.0])}
     tuner = ps.PrivateTuner(_train, space, lambda p: ps.Gaussian(p["sigma"]), ps.Geometric(mean=8), 1e-5, seed=1,
@@ -100,6 +101,7 @@ def _study(**kwargs):
     return PrivateStudy(ps.Gaussian(4.0), ps.Geometric(mean=6), 1e-5, **options)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_study_with_suggest_vocabulary_releases_a_frozen_winner():
     result = _study().optimize(_objective)
     assert set(result.best_params) == {"lr", "act", "extra"} and result.n_trials is None

@@ -100,6 +100,7 @@ def _landscape(params):
     return -((np.log10(params["lr"]) + 2.0) ** 2) - 0.5 * (params["width"] - 0.3) ** 2
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("model", ["gp", Parzen()])
 def test_models_concentrate_on_the_good_region_within_the_ratio(model):
     space = {"lr": LogUniform(1e-4, 1.0), "width": Uniform(0.0, 1.0)}

@@ -90,6 +90,7 @@ def test_identical_data_sets_give_zero():
     assert r.to_dict()["kind"].startswith("empirical lower bound")
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_coverage_lower_bound_rarely_exceeds_the_truth():
     """300 small audits of the Gaussian mechanism: P[lower > exact eps] <= 1 - confidence (expect ~0)."""
     mu, delta = 1.0, 0.05
@@ -208,6 +209,7 @@ def test_tuner_audit_below_certificate(k):
     assert 0.3 * cert < r.epsilon_lower <= cert
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("k", [ps.Geometric(mean=3), ps.Poisson(3.0)], ids=["geometric", "poisson"])
 def test_simulator_matches_the_real_tuner(k):
     """The vectorised model has the law of PrivateTuner.run's released best score."""

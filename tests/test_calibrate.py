@@ -52,6 +52,7 @@ def test_tuning_noise_with_geometric_k_is_sound_and_tight_from_001_to_100(target
     assert sigma > ps.calibrate_noise(target, DELTA, **schedule)  # the tuning costs noise
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_tuning_noise_on_the_mnist_run_is_sound_and_tight():
     k = ps.Geometric(mean=10)
     sigma = ps.calibrate_noise(3.0, DELTA, **MNIST, k=k)
@@ -67,6 +68,7 @@ def test_every_k_law_is_calibrated_soundly_and_tightly(k):
     _assert_sound_and_tight(sigma, 2.0, 1e-6, k=k, **schedule)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @settings(max_examples=20)
 @given(target=st.floats(0.01, 100.0), log_delta=st.floats(-12.0, -2.0), steps=st.integers(1, 10_000))
 def test_full_batch_noise_is_the_gdp_closed_form(target, log_delta, steps):
@@ -77,6 +79,7 @@ def test_full_batch_noise_is_the_gdp_closed_form(target, log_delta, steps):
     assert expected * (1 - 1e-9) <= sigma <= expected * (1 + 1e-3)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_sampling_without_replacement_is_calibrated_under_replace_one():
     schedule = {"batch_size": 64, "dataset_size": 6400, "steps": 300, "sampling": "without_replacement"}
     sigma = ps.calibrate_noise(2.0, DELTA, **schedule)
@@ -85,6 +88,7 @@ def test_sampling_without_replacement_is_calibrated_under_replace_one():
     assert sigma > ps.calibrate_noise(2.0, DELTA, sample_rate=0.01, steps=300)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_opacus_vocabulary_counts_steps_as_dpsgd_does():
     """batch_size / dataset_size is the rate; epochs give ceil(epochs / rate) steps, as ps.dpsgd counts
     them (Opacus's get_noise_multiplier counts int(epochs / rate): 14062 here, one step fewer)."""
@@ -94,6 +98,7 @@ def test_opacus_vocabulary_counts_steps_as_dpsgd_does():
     assert by_batch == by_rate
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("accountant", ["prv", "rdp"])
 def test_noise_is_at_most_opacus_get_noise_multiplier(accountant):
     """A tighter analysis needs less noise: privselect's sigma is at most Opacus's on the same run (its
@@ -110,6 +115,7 @@ def test_noise_is_at_most_opacus_get_noise_multiplier(accountant):
         assert ours < 0.97 * theirs
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_noise_answers_where_opacus_refuses_or_stops_far_above():
     """eps = 0.01: Opacus's RDP search raises "The privacy budget is too low"; its PRV search stops at the
     first doubling under the target (its tolerance is an absolute 0.01), 1280 against privselect's 77.1,
@@ -124,6 +130,7 @@ def test_noise_answers_where_opacus_refuses_or_stops_far_above():
     assert ours < theirs / 10
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_steps_are_sound_and_tight_to_the_step():
     schedule = {"sample_rate": 0.01}
     steps = ps.calibrate_steps(1.1, 3.0, DELTA, **schedule)
@@ -136,6 +143,7 @@ def test_full_batch_steps_are_the_gdp_closed_form():
     assert ps.calibrate_steps(20.0, 2.0, DELTA, sample_rate=1.0) == math.floor((mu * 20.0) ** 2)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_steps_of_a_tuning_are_sound_and_tight():
     k = ps.Geometric(mean=5)
     steps = ps.calibrate_steps(2.0, 4.0, DELTA, batch_size=100, dataset_size=1000, k=k)
@@ -143,6 +151,7 @@ def test_steps_of_a_tuning_are_sound_and_tight():
                                                                              steps=steps + 1)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_epochs_give_the_calibrated_steps_as_dpsgd_counts_them():
     rate = 256 / 60000
     steps = ps.calibrate_steps(1.0, 2.0, DELTA, sample_rate=rate)
@@ -152,6 +161,7 @@ def test_epochs_give_the_calibrated_steps_as_dpsgd_counts_them():
     assert float(ps.privacy_profile(run).epsilon(DELTA)) <= 2.0
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_k_mean_is_exported_and_meets_the_target_tightly():
     base = ps.Gaussian(3.0).poisson_subsample(0.1).compose(100)
     m = ps.calibrate_k_mean(base, 2.5, 1e-6)
@@ -205,6 +215,7 @@ def test_bound_and_accountant_are_checked_at_the_surface(kwargs, name):
         ps.calibrate_noise(3.0, DELTA, sample_rate=0.01, steps=100, **kwargs)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @settings(max_examples=8)
 @given(target=st.floats(0.05, 50.0), log_delta=st.floats(-10.0, -3.0), log_rate=st.floats(-3.0, 0.0),
        steps=st.integers(1, 2000), k=st.sampled_from([None, ps.Geometric(mean=3)]))

@@ -82,6 +82,7 @@ def test_certificate_is_frozen_data_with_json():
     lambda: ps.certify(ps.Gaussian(2.0).sample_without_replacement(0.1).compose(5), ps.Binomial(10, 0.5), 1e-6),
     lambda: ps.certify(ps.Gaussian(2.0), ps.TruncatedNegativeBinomial(0.5, gamma=0.1), 1e-6, bound="mixture"),
 ], ids=["exact-geometric", "replace-one-logarithmic", "laplace-poisson", "wor-binomial", "mixture-tnb"])
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_certificate_json_round_trip_is_strict_and_exact(make):
     """Issue 14 item 7: strict JSON (no Infinity/NaN tokens) and Certificate.from_json round-trips."""
     cert = make()
@@ -143,6 +144,7 @@ def test_cor62_thresholds_krw_fig8_setting():
     assert ps.certify(ps.gdp_profile(mu * 0.9), k, 1e-6).epsilon <= th.epsilon + 1e-9
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_krw_fig7_profile_allows_about_three_times_more_candidates():
     """KRW Fig. 7 (q=16384/50000, sigma=21.1, T=250, delta=1e-5): at the eps RDP certifies for geometric
     mean 10, Thm 5.2 allows a mean about 3x larger. Measured: 2.74x (PRV accountant)."""
@@ -153,6 +155,7 @@ def test_krw_fig7_profile_allows_about_three_times_more_candidates():
     assert ps.certify(base, ps.Geometric(mean=m), 1e-5, bound="profile").epsilon <= rdp_eps
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_profile_falls_back_to_cf_below_the_prv_floor():
     base = ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(2000)
     cert = ps.certify(base, ps.Geometric(mean=3000), 1e-8)

@@ -96,6 +96,7 @@ def test_laplace_closed_form():
     assert np.all(lower == 0) and np.all(upper == 0)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("rel_tol", [1e-11, 1e-6])
 @pytest.mark.parametrize("scale", [0.5, 1.0, 20.0])
 def test_laplace_epsilon_of_delta_closed_form_up_to_the_top(scale, rel_tol, monkeypatch):
@@ -167,6 +168,7 @@ def test_approx_dp_mass_at_infinity():
     assert prof.delta(up[0]) <= 0.05
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_subsampled_laplace_single_step_matches_direct_integration():
     lam, q = 1.0, 0.2
     prof = cf_profile(ps.Laplace(lam).poisson_subsample(q))
@@ -214,6 +216,7 @@ def test_subsampled_gaussian_exp3(k, eps_remove, eps_add):
     assert prof.certified  # the Gaussian-base quadrature error is a proven (aliasing) bound
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_dpsgd_matches_pld():
     """q = 256/60000, sigma = 1.1, T = 14063 (60 epochs of MNIST), delta = 1e-5."""
     prof = cf_profile(ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(14063))
@@ -271,6 +274,7 @@ mechanisms = st.one_of(
 )
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @settings(max_examples=25, deadline=None, derandomize=True)
 @given(mechanism=mechanisms, deltas=st.lists(st.floats(1e-12, 0.5), min_size=1, max_size=3))
 def test_brackets_are_consistent_and_invert(mechanism, deltas):

@@ -24,6 +24,7 @@ def _error(argv, capsys) -> str:
     return capsys.readouterr().err
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_default_accountant_is_the_librarys(capsys):
     code, out = _run(["certify", "--steps", "200", "--json"], capsys)
     report = json.loads(out)
@@ -117,6 +118,7 @@ def _pld_bracket(kind, noise, rate, steps, delta):
                         use_connect_dots=p).self_compose(steps).get_epsilon_for_delta(delta)) for p in (False, True)]
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("mechanism, noise_flag", [("gaussian", "--noise-multiplier"), ("laplace", "--scale")])
 @pytest.mark.parametrize("rate, steps", [(None, 300), (0.05, 100), (1.0, 10)])
 def test_every_mechanism_flag_certifies_at_every_rate_between_dp_accountings_plds(mechanism, noise_flag, rate, steps,
@@ -134,6 +136,7 @@ def test_every_mechanism_flag_certifies_at_every_rate_between_dp_accountings_pld
     assert optimistic * (1 - 1e-6) <= report["epsilon"] <= pessimistic * (1 + 1e-3)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_laplace_at_the_default_rate_runs_as_the_issue_wrote_it(capsys):
     """`privselect certify --mechanism laplace --scale 2` (the DP-SGD example's 14063 steps at rate 256/60000)
     certifies below pure DP's composition bound, 14063 x log(1 + q (e^(1/2) - 1))."""
@@ -158,6 +161,7 @@ def test_laplace_without_replacement_is_the_replace_one_description(capsys):
     assert code == 0 and shuffled["epsilon"] > json.loads(out)["epsilon"]
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_calibrate_prints_the_librarys_noise_multiplier_and_its_certificate(capsys):
     code, out = _run(["calibrate", "--epsilon", "2", "--sample-rate", "0.01", "--steps", "500", "--json"], capsys)
     report = json.loads(out)
@@ -169,6 +173,7 @@ def test_calibrate_prints_the_librarys_noise_multiplier_and_its_certificate(caps
     assert code == 0 and f"noise multiplier: {sigma:.6f}" in out and out.strip().splitlines()[-1].startswith("certified:")
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_calibrate_with_k_and_a_noise_multiplier_gives_the_most_steps(capsys):
     code, out = _run(["calibrate", "--epsilon", "4", "--noise-multiplier", "2", "--batch-size", "100",
                       "--dataset-size", "1000", "--k", "geometric:5", "--json"], capsys)
@@ -208,6 +213,7 @@ def test_help_has_no_raw_markup_and_every_flag_has_help(capsys):
             assert action.help, (name, action.option_strings)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_demo_json_is_the_certificate(capsys):
     code, out = _run(["demo", "--json"], capsys)
     cert = json.loads(out)
@@ -215,12 +221,14 @@ def test_demo_json_is_the_certificate(capsys):
     assert 0 < cert["epsilon"] < 20 and cert["delta"] == 1e-5
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_console_script_module_entry_point():
     done = subprocess.run([sys.executable, "-m", "privselect", "certify", "--accountant", "rdp", "--steps", "10"],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "certified:" in done.stdout, done.stderr
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_one_run_table_reports_the_smallest_certified_bound_only(capsys):
     code, out = _run(["certify", "--steps", "200", "--accountant", "all", "--json"], capsys)
     report = json.loads(out)
@@ -230,6 +238,7 @@ def test_one_run_table_reports_the_smallest_certified_bound_only(capsys):
     assert all(r["certified"] for r in rows if r["accountant"] == report["accountant"])
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_readme_certify_commands_run_as_written():
     """Every `privselect certify` line of the README's shell blocks exits 0 (run through this interpreter)."""
     import re

@@ -38,6 +38,7 @@ def test_one_randomized_response_step_is_its_exact_profile(p, eps):
     assert _closed(ps.PureDP(e0)).delta(eps) == pytest.approx(exact, rel=1e-9, abs=1e-300)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("rate, eps", [(0.01, 0.5), (0.001, 1.0), (0.2, 2.0)])
 def test_one_subsampled_gaussian_step_equals_the_remove_direction_and_bounds_the_pld(rate, eps):
     """Balle, Barthe, Gaboardi 2018, Thm 8 is an equality in the remove direction:
@@ -85,6 +86,7 @@ _bases = st.one_of(
 )
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @settings(max_examples=25, deadline=None, derandomize=True)
 @given(base=_bases, rate=st.floats(0.01, 1.0), how=st.sampled_from(["poisson", "wor"]), k=st.integers(1, 50),
        eps=st.floats(0.0, 4.0))

@@ -67,6 +67,7 @@ def test_large_k_log_pmf_is_finite():
     assert d.log_pmf(0) == -np.inf and d.log_pmf(2.5) == -np.inf
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("dist", DISTRIBUTIONS, ids=repr)
 def test_sampling_follows_the_pmf(dist):
     """Chi-square goodness of fit on 20000 draws (bins with expected count >= 20)."""

@@ -275,6 +275,7 @@ def test_sampling_is_fast_for_huge_means(k):
     assert all(isinstance(x, int) and x >= k.min_k for x in draws)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("eta, gamma", [(0.5, 1e-12), (0.3, 1e-17), (2.5, 1e-12), (7.0, 1e-15)])
 def test_huge_mean_samples_follow_the_gamma_limit(eta, gamma):
     """For gamma -> 0 and eta > 0, gamma K tends to Gamma(eta, 1) (error O(gamma))."""
@@ -284,6 +285,7 @@ def test_huge_mean_samples_follow_the_gamma_limit(eta, gamma):
     assert stats.kstest(x, lambda v: special.gammainc(eta, v)).pvalue > 1e-4
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("k", [Logarithmic(mean=1.5), Logarithmic(mean=50), TruncatedNegativeBinomial(-0.5, mean=30),
                                TruncatedNegativeBinomial(-0.9, gamma=1e-6), TruncatedNegativeBinomial(0.5, mean=200),
                                TruncatedNegativeBinomial(1e-300, gamma=0.01), TruncatedNegativeBinomial(1.5, mean=1.3),

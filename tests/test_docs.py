@@ -94,7 +94,12 @@ def shown_lines(code: str, checked: dict) -> list[tuple[str, str]]:
     return found
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+#: Pages whose examples take seconds (calibrations, pipelines, K-law sweeps): the slow tier runs them.
+SLOW_PAGES = {"pipelines.md", "calibration.md", "README.md", "choosing_k.md", "errors.md"}
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW_PAGES else p
+                                  for p in PAGES], ids=lambda p: p.name)
 def test_code_examples_run_and_give_the_numbers_their_comments_show(page, capsys):
     namespace: dict = {"__name__": f"docs_{page.stem}"}
     text = page.read_text(encoding="utf-8")

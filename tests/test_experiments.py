@@ -76,6 +76,7 @@ def test_fig2_3_geometric_rdp_is_never_below_profile(results):
     assert 0.3 < key["profile_looser_than_rdp_above_delta_m300"] < 0.5
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_fig4_binomial_gives_concentrated_k_for_free(results):
     key, _ = results["fig4_binomial"]
     assert key["eps_poisson_cor58"] < key["eps_poisson_rdp_thm56"]
@@ -148,6 +149,7 @@ def _readme_commands() -> list[str]:
             for line in block.splitlines() if " -m experiments" in line]
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_readme_experiments_commands_run_from_the_checkout_root():
     commands = _readme_commands()
     assert len(commands) >= 2 and any(" list" in c for c in commands) and any(" run " in c for c in commands)

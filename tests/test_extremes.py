@@ -50,6 +50,7 @@ def test_gaussian_composition_corners_against_exact(sigma, k, delta):
     assert eps <= exact * 1.01 + 0.01  # and tight
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("sigma, delta", [(1e3, 1e-15), (1e3, 1e-2), (0.3, 1e-2), (0.3, 1e-8)])
 def test_one_subsampled_step_at_q_1e_minus_6(sigma, delta):
     case = Case(sigma, 1e-6, 1, delta)
@@ -59,6 +60,7 @@ def test_one_subsampled_step_at_q_1e_minus_6(sigma, delta):
     assert exact <= eps + 1e-12
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("sigma", [0.3, 1e3])
 def test_million_subsampled_steps_at_delta_1e_minus_15(sigma):
     """q = 1e-6, k = 1e6: CF below the PRV floor; at least the one-step value, at most RDP."""

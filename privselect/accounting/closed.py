@@ -35,16 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mechanisms import (
-    ApproxDP,
-    Gaussian,
-    Laplace,
-    Mechanism,
-    PoissonSubsampled,
-    PureDP,
-    RandomizedResponse,
-    SampledWithoutReplacement,
-)
+from .. import mechanisms as mech
+from ..mechanisms import Mechanism
 from .base import Accountant, UnsupportedMechanismError
 from .profile import DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
 
@@ -117,23 +109,23 @@ def _base(mechanism: Mechanism) -> tuple[Callable[[np.ndarray], np.ndarray], flo
 
 
 @_base.register
-def _(mechanism: Gaussian):
+def _(mechanism: mech.Gaussian):
     return _gaussian_delta(mechanism.mu), math.inf
 
 
 @_base.register
-def _(mechanism: Laplace):
+def _(mechanism: mech.Laplace):
     return _laplace_delta(mechanism.epsilon), mechanism.epsilon
 
 
-@_base.register(RandomizedResponse)
-@_base.register(PureDP)
+@_base.register(mech.RandomizedResponse)
+@_base.register(mech.PureDP)
 def _(mechanism):
     return _rr_delta(mechanism.epsilon), mechanism.epsilon
 
 
 @_base.register
-def _(mechanism: ApproxDP):
+def _(mechanism: mech.ApproxDP):
     return _rr_delta(mechanism.epsilon, mechanism.delta), (mechanism.epsilon if mechanism.delta == 0 else math.inf)
 
 
@@ -145,13 +137,13 @@ def step_bound(mechanism: Mechanism) -> StepBound:
 
 
 @step_bound.register
-def _(mechanism: PoissonSubsampled) -> StepBound:
+def _(mechanism: mech.PoissonSubsampled) -> StepBound:
     delta, pure = _base(mechanism.base)
     return StepBound(delta, pure, mechanism.rate)
 
 
 @step_bound.register
-def _(mechanism: SampledWithoutReplacement) -> StepBound:
+def _(mechanism: mech.SampledWithoutReplacement) -> StepBound:
     delta, pure = _base(mechanism.replace_one_base)
     return StepBound(delta, pure, mechanism.rate)
 

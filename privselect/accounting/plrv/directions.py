@@ -7,17 +7,9 @@ import functools
 import math
 from dataclasses import dataclass
 
+from ... import mechanisms as mech
 from ...errors import UnsupportedMechanismError
-from ...mechanisms import (
-    ApproxDP,
-    Gaussian,
-    Laplace,
-    Mechanism,
-    PoissonSubsampled,
-    PureDP,
-    RandomizedResponse,
-    SampledWithoutReplacement,
-)
+from ...mechanisms import Mechanism
 from .gaussian import GaussianLoss
 from .laplace import LaplaceLoss
 from .loss import PrivacyLoss
@@ -48,27 +40,27 @@ def privacy_losses(mechanism: Mechanism) -> DirectedLosses:
 
 
 @privacy_losses.register
-def _(mechanism: Gaussian) -> DirectedLosses:
+def _(mechanism: mech.Gaussian) -> DirectedLosses:
     return _symmetric(GaussianLoss(mechanism.mu))  # noise std = noise_multiplier x sensitivity
 
 
 @privacy_losses.register
-def _(mechanism: Laplace) -> DirectedLosses:
+def _(mechanism: mech.Laplace) -> DirectedLosses:
     return _symmetric(LaplaceLoss(mechanism.epsilon))  # noise scale = scale x sensitivity
 
 
 @privacy_losses.register
-def _(mechanism: RandomizedResponse) -> DirectedLosses:
+def _(mechanism: mech.RandomizedResponse) -> DirectedLosses:
     return _symmetric(TwoPointLoss(mechanism.epsilon))
 
 
 @privacy_losses.register
-def _(mechanism: PureDP) -> DirectedLosses:
+def _(mechanism: mech.PureDP) -> DirectedLosses:
     return _symmetric(TwoPointLoss(mechanism.epsilon))
 
 
 @privacy_losses.register
-def _(mechanism: ApproxDP) -> DirectedLosses:
+def _(mechanism: mech.ApproxDP) -> DirectedLosses:
     return _symmetric(TwoPointLoss(mechanism.epsilon, mechanism.delta))
 
 
@@ -83,12 +75,12 @@ def _subsampled(base: Mechanism, rate: float) -> DirectedLosses:
 
 
 @privacy_losses.register
-def _(mechanism: PoissonSubsampled) -> DirectedLosses:
+def _(mechanism: mech.PoissonSubsampled) -> DirectedLosses:
     return _subsampled(mechanism.base, mechanism.rate)
 
 
 @privacy_losses.register
-def _(mechanism: SampledWithoutReplacement) -> DirectedLosses:
+def _(mechanism: mech.SampledWithoutReplacement) -> DirectedLosses:
     # Zhu, Dong, Wang 2022, Thm 11(2): pairs (P, (1-g)P + gQ) and its swap, (P, Q) the base's
     # replace-one pair. For the symmetric bases supported here (P, Q) and (Q, P) are reflections
     # of each other, so the laws are those of Poisson subsampling of the replace-one base.
@@ -109,7 +101,7 @@ def out_of_double_range(mechanism: Mechanism) -> str | None:
 
 
 @out_of_double_range.register
-def _(mechanism: Gaussian) -> str | None:
+def _(mechanism: mech.Gaussian) -> str | None:
     if math.isfinite(mechanism.mu * mechanism.mu):
         return None
     return (f"{mechanism!r}: mu^2 = 1/noise_multiplier^2 overflows a double (the privacy loss has infinite "
@@ -117,17 +109,17 @@ def _(mechanism: Gaussian) -> str | None:
 
 
 @out_of_double_range.register
-def _(mechanism: Laplace) -> str | None:
+def _(mechanism: mech.Laplace) -> str | None:
     return None if math.isfinite(mechanism.epsilon) else f"{mechanism!r}: 1/scale overflows a double"
 
 
 @out_of_double_range.register
-def _(mechanism: PoissonSubsampled) -> str | None:
+def _(mechanism: mech.PoissonSubsampled) -> str | None:
     return out_of_double_range(mechanism.base)
 
 
 @out_of_double_range.register
-def _(mechanism: SampledWithoutReplacement) -> str | None:
+def _(mechanism: mech.SampledWithoutReplacement) -> str | None:
     return out_of_double_range(mechanism.replace_one_base)
 
 

@@ -105,6 +105,7 @@ def test_subsampled_discrete_pair_is_exact():
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_tune_then_train_beats_basic_composition():
     """Selection (Geometric K, mean 10) of DP-SGD runs, then one final DP-SGD run, at delta = 1e-5.
 
@@ -188,6 +189,7 @@ def _assert_dominates(profile, points, pointwise_tail=True):
             assert np.all(loss.delta(_DENSE)[tail] >= upper[tail])
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @settings(max_examples=12)
 @given(_mechanisms(), st.sampled_from([64, 150]))
 def test_pair_curve_dominates_mechanism_profiles(mechanism, points):
@@ -204,6 +206,7 @@ def test_pair_curve_dominates_the_envelope_of_auto_profiles(mechanism):
     _assert_dominates(ps.privacy_profile(mechanism), 150, pointwise_tail=False)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @settings(max_examples=10)
 @given(st.floats(0.05, 3.0), st.sampled_from(["geometric", "poisson", "binomial"]), st.floats(2.0, 300.0),
        st.sampled_from([64, 150]))

@@ -310,6 +310,7 @@ def test_fuzz_certify(base, k, delta, bound):
         assert cert.to_json()
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @settings(max_examples=50)
 @given(base=small_mechanism, k=valid_k, eps=maybe_bad(st.floats(-1, 50)), delta=maybe_bad(log_uniform(1e-14, 0.1)))
 def test_fuzz_selection_profile(base, k, eps, delta):
@@ -643,6 +644,7 @@ def test_prv_overflow_on_a_huge_base_loss_is_a_certification_error():
     lambda: ps.privacy_profile(ps.dpsgd(noise_multiplier=1e6, sample_rate=256 / 60000, epochs=60)).epsilon(1e-5),
     lambda: ps.privacy_profile(ps.dpsgd(noise_multiplier=1e-6, sample_rate=256 / 60000, epochs=60)).epsilon(1e-5),
 ], ids=["wor-rate-1e-200", "certify-binomial-wor", "sigma-1e6", "sigma-1e-6"])
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_accounting_hangs_and_warnings_at_the_extremes(call):
     """Each of these took 50-200 s (or hung) and some printed numpy RuntimeWarnings; the closed-form and
     RDP members answer them now. A warning is an error here."""

@@ -171,6 +171,7 @@ def test_sensitivity_scales_the_noise_not_the_privacy():
 WOR_Q = 256 / 60000
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_sampling_without_replacement_trap_is_closed():
     """Issue 14 item 5: noise 1.1 x clip, replace-one sensitivity 2 x clip, 1000 steps, delta=1e-5.
 

@@ -57,6 +57,7 @@ def state_dicts_equal(a, b):
 # -- the description, counted as Opacus counts ---------------------------------------------------------
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("n, batch", [(930, 10), (1000, 50)])  # 93 batches: Opacus's sampler yields 92 per epoch
 def test_description_counts_the_steps_opacus_accountant_records(n, batch):
     from opacus import PrivacyEngine
@@ -169,6 +170,7 @@ def test_generators_refuse_a_seed_instead_of_the_run_generator():
 # -- the front ends -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_tuner_releases_a_state_dict_that_classifies_with_the_certificate_of_opacus_numbers(example, digits):
     (data, (X_test, y_test)) = digits
     tuner = PrivateTuner(example.train_opacus, SPACE, one_run(example), K, DELTA, score_noise=example.SCORE_NOISE,
@@ -187,6 +189,7 @@ def test_tuner_releases_a_state_dict_that_classifies_with_the_certificate_of_opa
     assert state_dicts_equal(again.best_output, result.best_output)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_study_with_tuned_epochs_releases_a_state_dict_that_classifies(example, digits):
     (data, (X_test, y_test)) = digits
     epochs = [2, EPOCHS]
@@ -281,6 +284,7 @@ def test_the_docs_complete_opacus_loop_runs_and_releases_a_certified_state_dict(
     assert result.certificate == ps.certify(ps.compose(one_run_docs, ps.Laplace(2.0)), ps.Geometric(mean=3), 1e-5)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_the_numbers_docs_state_for_the_example_are_its_certificate_and_one_run_epsilon(example):
     text = " ".join((ROOT / "docs" / "trainers.md").read_text(encoding="utf-8").split())
     shown = re.search(r"ε = (\d+\.\d+) at δ = 1e-5 for K ~ Geometric\(8\), against ε = (\d+\.\d+) for one "

@@ -133,6 +133,7 @@ def test_trial_does_not_expose_the_study_and_has_its_own_rng():
         study().dry_run(peek)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_optuna_dpsgd_example_runs_and_certifies_the_whole_study():
     """examples/optuna_dpsgd.py (linked from docs/optuna.md): its certificate is certify() of one trial."""
     import pathlib
@@ -216,6 +217,7 @@ def test_objective_signature_and_return_are_checked():
         study().optimize(lambda trial: (trial.suggest_float("x", 0, 1), None, None))
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_callable_privacy_in_a_study_needs_and_checks_its_space():
     from privselect.tuning import PrivateTuner, TrainerContractError
     from privselect.tuning.space import Choice

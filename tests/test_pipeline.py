@@ -15,6 +15,7 @@ K = ps.Geometric(mean=10)
 PRV = {"accountant": "prv"}  # one accountant keeps these tests fast; the default ("auto") is tested elsewhere
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_subsampled_tuning_is_cheaper_and_monotone_in_the_rate():
     eps = [ps.certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=r, **PRV).epsilon for r in (0.1, 0.5, 1.0)]
     final_alone = ps.privacy_profile(RUN).epsilon(1e-5)
@@ -84,6 +85,7 @@ def test_split_losses_against_enumeration():
         assert np.all(got <= truth + mesh)  # rounding the loss up by < mesh moves delta by < mesh
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_complement_final_run_is_certified_and_amplified():
     """Final run on the complement: cheaper than on the full data, never below the selection on the subsample."""
     full = ps.certify_pipeline(RUN, K, 1e-5, final=RUN, tuning_rate=0.2, **PRV)

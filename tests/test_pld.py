@@ -75,6 +75,7 @@ def test_subsampled_gaussian_upper_end_is_at_most_dp_accountings_pessimistic_pld
         assert up >= optimistic.get_epsilon_for_delta(delta) and low <= up
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 @pytest.mark.parametrize("noise, rate, steps, delta", [(0.8, 1e-4, 200_000, 1e-7), (1.0, 1e-3, 10_000, 1e-9)])
 def test_bracket_meets_prv_accountants_certified_bounds(noise, rate, steps, delta):
     pytest.importorskip("prv_accountant")

@@ -163,6 +163,7 @@ def test_ops_ptr_privacy_accounting():
     assert no_eigen.eigen_bound is None and no_eigen.privacy.delta == pytest.approx(1e-6)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_ops_ptr_false_pass_rate_is_at_most_delta_prime():
     """KRW Thm 6.1's condition: on X with eps_phi(X) > eps the test passes with probability <= p_1 + p_2.
 
@@ -330,6 +331,7 @@ def test_liu_talwar_statement_is_implied_by_proved_bounds(eps_q, delta_q, mean):
         liu_talwar_certificate(eps_q, 0.5, k, delta2)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_run_budgets_meet_their_targets_and_lt_needs_a_tiny_delta():
     k = ps.Geometric(mean=10)
     eps_q, delta_q, delta2 = liu_talwar_run_budget(1.0, 1e-6, k)

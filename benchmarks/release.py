@@ -31,8 +31,8 @@ import numpy as np  # noqa: E402
 
 import privselect as ps  # noqa: E402
 from privselect.tuning import PrivateTuner  # noqa: E402
-from privselect.tuning.engine import release_payload  # noqa: E402
 from privselect.tuning.globalstate import saved_globals, seed_globals  # noqa: E402
+from privselect.tuning.run import release_payload  # noqa: E402
 from privselect.tuning.space import Uniform  # noqa: E402
 
 PARAMETERS = 10_000_000

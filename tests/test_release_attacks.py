@@ -1073,7 +1073,7 @@ def test_pickling_hooks_run_inside_the_run_or_not_at_all(capfd):
 def test_a_run_outcome_shows_no_score_or_value_and_an_unpicklable_output_scores_worst_on_dask():
     import threading
 
-    from privselect.tuning.engine import RunOutcome
+    from privselect.tuning.run import RunOutcome
 
     distributed = pytest.importorskip("distributed")
 

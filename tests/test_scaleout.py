@@ -20,7 +20,8 @@ import pytest
 
 import privselect as ps
 from privselect.tuning import PrivateTuner, WorkerLossError, backends
-from privselect.tuning.engine import RunSeeds, _stream_runs
+from privselect.tuning.engine import _stream_runs
+from privselect.tuning.run import RunSeeds
 from privselect.tuning.space import Uniform
 from tests.support import scaleout as trainers
 

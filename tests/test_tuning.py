@@ -111,7 +111,7 @@ def test_no_non_winning_run_leaks(caplog, capsys):
     result = t.run(None)
     assert result.n_runs > 3
     # reconstruct every candidate's marker from the seed (they are data-independent)
-    from privselect.tuning.engine import RunSeeds
+    from privselect.tuning.run import RunSeeds
     from privselect.tuning.space import draw
     _, _, runs_seed = np.random.SeedSequence(11).spawn(3)
     candidates = [draw(SPACE, RunSeeds.of_run(runs_seed, i).params_rng()) for i in range(result.n_runs)]
@@ -206,7 +206,7 @@ def test_scores_never_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys, numpy as np; from privselect.tuning.engine import split_return, TrainerContractError\n"
+    code = ("import sys, numpy as np; from privselect.tuning.run import split_return; from privselect.errors import TrainerContractError\n"
             "assert split_return((np.array(2.5), 'o')) == (2.5, 'o')\n"
             "try:\n    split_return((object(), None))\nexcept TrainerContractError:\n    pass\n"
             "assert 'torch' not in sys.modules")

@@ -40,8 +40,8 @@ from sklearn.utils.multiclass import unique_labels
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
 from .. import _validation as check
+from ..errors import TrainerContractError
 from ..mechanisms import Gaussian, Mechanism
-from ..tuning.engine import TrainerContractError
 
 __all__ = ["DPSGDClassifier", "DPSGDTrainer", "dpsgd_steps", "make_dpsgd_trainer"]
 

@@ -74,24 +74,16 @@ import numpy as np
 from .. import _validation as check
 from ..accounting.base import Accountant
 from ..accounting.profile import PrivacyProfile
-from ..errors import PrivateStudyError
+from ..errors import PrivateStudyError, TrainerContractError
 from ..mechanisms import Gaussian, Laplace, Mechanism
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from ..selection.pipeline import certify_pipeline
 from ..tuning.adaptive import AdaptiveSearch
-from ..tuning.engine import (
-    RunSeeds,
-    SelectionPlan,
-    StopSelection,
-    TrainerContractError,
-    dry_run,
-    released,
-    run_selection,
-    silenced,
-)
+from ..tuning.engine import SelectionPlan, dry_run, released, run_selection
 from ..tuning.pipeline import FinalRun, run_pipeline
 from ..tuning.privacy import CandidateCheck, CandidatePrivacyError, RunPrivacy
+from ..tuning.run import RunSeeds, StopSelection, silenced
 from ..tuning.space import (
     Distribution,
     validate_space,
@@ -99,7 +91,7 @@ from ..tuning.space import (
 from ..tuning.tuner import adaptive_certificate, check_signature
 from .optuna_trial import _PRUNING, PrivateTrial, _optuna, search_law
 
-__all__ = ["RELEASED_TRIAL_TIME", "PrivateStudy", "PrivateStudyError", "PrivateStudyResult", "PrivateTrial"]
+__all__ = ["RELEASED_TRIAL_TIME", "PrivateStudy", "PrivateStudyResult"]
 
 RELEASED_TRIAL_TIME = datetime.datetime(1970, 1, 1)
 """``datetime_start`` and ``datetime_complete`` of the released ``FrozenTrial``: a constant (a time would tell K)."""

@@ -11,10 +11,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ..errors import PrivateStudyError
-from ..tuning.engine import (
-    TrainerContractError,
-)
+from ..errors import PrivateStudyError, TrainerContractError
 from ..tuning.privacy import CandidateCheck, CandidatePrivacyError
 from ..tuning.space import (
     Choice,

@@ -1,7 +1,7 @@
 """Private tuning: the run engine, its backends, search spaces and the PrivateTuner front end."""
 
+from ..errors import AllRunsFailedError, TrainerContractError
 from .backends import BACKENDS, Backend, WorkerLossError, get_backend, register_backend
-from .engine import AllRunsFailedError, TrainerContractError
 from .guard import RandomnessLeakError
 from .pipeline import FinalRun, FinalRunFailedError
 from .privacy import CandidatePrivacyError

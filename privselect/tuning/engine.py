@@ -29,7 +29,7 @@ Release rules (docs/release.md):
   pickled, scores the worst value; its exception is dropped, never re-raised, logged or stored;
 * only two things stop a selection, and a run decides neither: the operator's
   ``KeyboardInterrupt`` or ``SystemExit``, and a backend that loses workers even on a run of
-  nothing ([`WorkerLossError`][privselect.tuning.engine.WorkerLossError]); a run lost with its worker is executed again with
+  nothing ([`WorkerLossError`][privselect.errors.WorkerLossError]); a run lost with its worker is executed again with
   its own seeds and scores worst if it is lost alone. Before any run, a candidate whose privacy
   is not what the certificate assumed stops the selection (decided from the seed alone);
 * each run starts with the global random states of every loaded framework seeded from its own
@@ -38,7 +38,7 @@ Release rules (docs/release.md):
   ([`readonly`][privselect.tuning.run.readonly]);
 * privselect writes no log record between the draw of K and the release; every backend waits,
   silenced, for the runs in flight before the selection returns or raises;
-* if the winner failed, which means that every run failed, [`AllRunsFailedError`][privselect.tuning.engine.AllRunsFailedError] is
+* if the winner failed, which means that every run failed, [`AllRunsFailedError`][privselect.errors.AllRunsFailedError] is
   raised; it carries no run data;
 * exceptions leave from a clean frame ([`released`][privselect.tuning.engine.released]): the engine's frames hold K,
   the seed's ``SeedSequence`` and the running best, so every exception that leaves a selection
@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AllRunsFailedError, CandidatePrivacyError, TrainerContractError
+from ..errors import AllRunsFailedError, CandidatePrivacyError
 from ..mechanisms import Gaussian, Laplace
 from ..selection.distributions import KDistribution
 from .backends import MAX_REEXECUTIONS, Backend, WorkerLossError, get_backend
@@ -76,7 +76,6 @@ from .guard import RELEASE_MODES
 from .isolation import isolation_supported
 from .release import registered_converters
 from .run import (
-    OPERATOR_EXCEPTIONS,
     RunOutcome,
     RunRules,
     RunSeeds,
@@ -89,9 +88,7 @@ from .run import (
     split_return,
 )
 
-__all__ = ["AllRunsFailedError", "TrainerContractError", "WorkerLossError", "RunSeeds", "RunTask", "RunOutcome",
-           "RunRules", "SelectionPlan", "Selected", "StopSelection", "run_selection", "released", "clean_copy",
-           "dry_run", "split_return", "silenced", "execute_run", "release_payload", "readonly", "OPERATOR_EXCEPTIONS"]
+__all__ = ["SelectionPlan", "Selected", "run_selection", "released", "clean_copy", "dry_run"]
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +223,7 @@ def _stream_runs(backend: Backend, shared: tuple, runs_seed: np.random.SeedSeque
     again with their OWN seeds (``RunSeeds.of_run``), up to [`MAX_REEXECUTIONS`][privselect.tuning.engine.MAX_REEXECUTIONS]
     rounds. Then the runs still missing execute one at a time: a run lost alone scores worst,
     unless a run of nothing is lost too, which is the infrastructure failing:
-    [`WorkerLossError`][privselect.tuning.engine.WorkerLossError] (no run data). So a trainer cannot stop the
+    [`WorkerLossError`][privselect.errors.WorkerLossError] (no run data). So a trainer cannot stop the
     selection by killing its worker.
     """
     received = np.zeros(n_runs, dtype=bool)
@@ -272,7 +269,7 @@ def _nothing() -> None:
 
 
 def _probe_infrastructure(backend: Backend, n_jobs: int) -> None:
-    """Raise [`WorkerLossError`][privselect.tuning.engine.WorkerLossError] if the backend loses a run of nothing too."""
+    """Raise [`WorkerLossError`][privselect.errors.WorkerLossError] if the backend loses a run of nothing too."""
     lost = False
     try:
         _first(backend.imap_unordered(_nothing, (), [()], n_jobs))

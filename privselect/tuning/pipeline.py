@@ -29,8 +29,9 @@ import numpy as np
 from .. import _validation as check
 from ..errors import FinalRunFailedError
 from ..mechanisms import Mechanism
-from .engine import OPERATOR_EXCEPTIONS, RunTask, Selected, SelectionPlan, release_payload, run_selection, silenced
+from .engine import Selected, SelectionPlan, run_selection
 from .globalstate import saved_globals, seed_globals
+from .run import OPERATOR_EXCEPTIONS, RunTask, release_payload, silenced
 
 __all__ = ["FinalRun", "FinalRunFailedError", "split_records", "run_pipeline"]
 

@@ -27,16 +27,17 @@ from typing import Any
 from .. import _validation as check
 from ..accounting.base import Accountant
 from ..accounting.profile import PrivacyProfile
-from ..errors import CandidatePrivacyError
+from ..errors import CandidatePrivacyError, TrainerContractError
 from ..mechanisms import Gaussian, Laplace, Mechanism
 from ..selection.calibrate import calibrate_k_mean
 from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from .adaptive import AdaptiveSearch, AdaptiveTask
 from .backends import BACKENDS
-from .engine import RunSeeds, SelectionPlan, StopSelection, TrainerContractError, dry_run, released, run_selection
+from .engine import SelectionPlan, dry_run, released, run_selection
 from .pipeline import FinalRun, run_pipeline, split_records, tuning_rate_of
 from .privacy import CandidateCheck, RunPrivacy
+from .run import RunSeeds, StopSelection
 from .space import SearchSpace, draw, validate_space
 
 __all__ = ["BACKENDS", "PrivateTuner", "TuningResult"]
@@ -324,7 +325,7 @@ class PrivateTuner:
     def run(self, data: Any) -> TuningResult:
         """Run the private selection on ``data``; release the best run and the certificate.
 
-        Raises [`AllRunsFailedError`][privselect.tuning.engine.AllRunsFailedError] (no run data) if every
+        Raises [`AllRunsFailedError`][privselect.errors.AllRunsFailedError] (no run data) if every
         run failed, and [`RandomnessLeakError`][privselect.tuning.guard.RandomnessLeakError] if the winner
         holds randomness state (``release="refuse"``). Every exception leaves from a clean frame
         ([`released`][privselect.tuning.engine.released]): its traceback holds no run data, K or seed.

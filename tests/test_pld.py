@@ -196,3 +196,16 @@ def test_ten_million_steps_certify_delta_below_one_in_ten_billion():
         assert dict(curve.error_budget.details)["delta_upper_fp_fft"] < 1e-11
     low, up = profile.epsilon_bounds(1e-10)
     assert 0 < low <= up < 1.005 * low
+
+
+def test_an_overflowing_error_term_declines_and_auto_answers_from_another_member():
+    """74 steps of Gaussian(60) at q = 0.136 with a Gaussian(10) score: the fast composition's error term
+    overflowed to NaN, pld answered NaN everywhere, and auto's minimum took it (a calibration then failed)."""
+    m = ps.compose(ps.Gaussian(10.0), ps.Gaussian(60.0).poisson_subsample(0.13577300450808805).compose(74))
+    with pytest.raises(ps.CertificationError, match="not finite"):
+        ps.privacy_profile(m, accountant="pld")
+    eps = np.array([0.0, 1e-3, 0.1, 1.0])
+    auto = ps.privacy_profile(m).delta(eps)
+    prv = ps.privacy_profile(m, accountant="prv").delta(eps)
+    assert np.all(np.isfinite(auto)) and np.all(auto <= prv * (1 + 1e-9) + 1e-12)
+    assert auto[0] == pytest.approx(prv[0], rel=0.01)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import CertificationError
 from ..profile import DirectionalCurve, ErrorBudget
 from .compose import LONG_UNIT, Composed
 
@@ -61,6 +62,9 @@ class PLDCurve(DirectionalCurve):
         self._upper, self._lower = upper, lower
         self.upper_extra = upper.inf_mass + upper.above + upper.fp
         self.lower_less = lower.above + lower.below + lower.fp
+        if not (np.isfinite(self.upper_extra) and np.isfinite(self.lower_less)):  # an error term overflowed
+            raise CertificationError(f"the PLD accountant declines: an error term of the composition is not finite "
+                                     f"(upper {self.upper_extra!r}, lower {self.lower_less!r})")
         additive = upper.above + upper.fp
         self.error_budget = ErrorBudget(
             eps_error=0.0, delta_error=float(additive + self.lower_less), min_delta=float(2 * additive),

@@ -316,13 +316,15 @@ class PointwiseMinCurve(DirectionalCurve):
     @staticmethod
     def _best(table) -> tuple[np.ndarray, np.ndarray]:
         _, lows, ups = table
+        ups = np.where(np.isnan(ups), np.inf, ups)  # a member's NaN bounds nothing: the others answer
+        lows = np.where(np.isnan(lows), -np.inf, lows)
         upper = np.min(ups, axis=0)
         return np.minimum(np.max(lows, axis=0), upper), upper
 
     @staticmethod
     def _source(table) -> np.ndarray:
         names, _, ups = table
-        return np.asarray(names, dtype=object)[np.argmin(ups, axis=0)]
+        return np.asarray(names, dtype=object)[np.argmin(np.where(np.isnan(ups), np.inf, ups), axis=0)]
 
     def _effective_floor(self, name: str, prof: PrivacyProfile) -> float:
         """The member's floating-point floor, and at least its hint (so that whether it answers at a

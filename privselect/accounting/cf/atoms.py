@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
 from ...errors import UnsupportedMechanismError
 from .numerics import _EPS, _log_expm1_neg
@@ -47,31 +46,63 @@ class _AtomTable:
         tails = np.concatenate([np.cumsum(inner[::-1, 0])[::-1][1:], [0.0]])  # later blocks
         return np.concatenate([(inner + tails[:, None]).reshape(-1)[:n], [0.0]])
 
+    #: Atom-eps pairs summed directly per chunk of queries (bounds the flattened arrays to ~64 MB).
+    _PAIRS_PER_CHUNK = 1 << 22
+
     def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        eps = np.asarray(eps, dtype=float)
+        eps = np.asarray(eps, dtype=float).reshape(-1)
         first = np.searchsorted(self.loc, eps, side="right")  # atoms > eps
         split = np.searchsorted(self.loc, eps + 1.0, side="right")  # atoms > eps + 1: suffix sums
-        out = np.zeros(eps.shape)
-        err = np.full(eps.shape, self.pruned)
-        for i, (e, a, b) in enumerate(zip(eps, first, split)):
-            near = 0.0
-            if b > a:
-                terms = self.logp[a:b] + _log_expm1_neg(self.loc[a:b] - e)
-                near = math.exp(float(special.logsumexp(terms)))
-                mass = math.exp(float(special.logsumexp(self.logp[a:b])))
-                # relative rounding of the sum and of each exp(log); |eps - a| rounding inside expm1
-                err[i] += near * (8 * _EPS * (math.log2(b - a + 1) + 8 + abs(math.log(near)) if near > 0 else 0.0))
-                err[i] += 4 * _EPS * max(abs(e), self.amax) * mass
-            far = 0.0
-            s0 = self.suffix0[b]
-            if s0 > 0:
-                log0 = self.shift0 + math.log(s0)
-                ratio = math.exp(e + self.shift1 + math.log(self.suffix1[b]) - log0) if self.suffix1[b] > 0 else 0.0
-                far = math.exp(log0) * (1.0 - ratio)
-                err[i] += 2 * (self.suffix_rel + 8 * _EPS * (abs(log0) + abs(e) + 4)) * math.exp(log0)
-            out[i] = near + far
-            err[i] += (near + far) * self.rel + b * math.exp(self.shift0 - 745.0)  # masses, underflow
+        near, near_err = np.zeros(eps.shape), np.zeros(eps.shape)
+        counts = split - first
+        cuts = np.searchsorted(np.cumsum(counts), np.arange(1, 1 + counts.sum() // self._PAIRS_PER_CHUNK)
+                               * self._PAIRS_PER_CHUNK)
+        for chunk in np.split(np.arange(eps.size), np.unique(cuts)):
+            near[chunk], near_err[chunk] = self._near(eps[chunk], first[chunk], split[chunk])
+        # atoms beyond eps + 1: S0 - e^eps S1 from the suffix sums
+        s0, s1 = self.suffix0[split], self.suffix1[split]
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # lanes with s0 = 0 are masked
+            log0 = np.where(s0 > 0, self.shift0 + np.log(np.where(s0 > 0, s0, 1.0)), -np.inf)
+            ratio = np.where(s1 > 0, np.exp(eps + self.shift1 + np.log(np.where(s1 > 0, s1, 1.0))
+                                            - np.where(s0 > 0, log0, 0.0)), 0.0)
+            far = np.where(s0 > 0, np.exp(log0) * (1.0 - ratio), 0.0)
+        far_err = np.where(s0 > 0, 2 * (self.suffix_rel + 8 * _EPS * (np.abs(np.where(s0 > 0, log0, 0.0))
+                                                                       + np.abs(eps) + 4)) * np.exp(log0), 0.0)
+        out = near + far
+        err = self.pruned + near_err + far_err + out * self.rel + split * math.exp(self.shift0 - 745.0)
         return out, err
+
+    def _near(self, eps: np.ndarray, first: np.ndarray, split: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """sum_{eps < a <= eps + 1} p (1 - e^{eps - a}) per query, summed in log space, and its rounding error.
+
+        Each query's atoms are one contiguous run of the sorted table; the runs are flattened and reduced
+        with ``np.*.reduceat`` (sequential sums: relative error <= (n + 1) eps_mach for n positive terms).
+        """
+        counts = split - first
+        has = counts > 0
+        near, err = np.zeros(eps.shape), np.zeros(eps.shape)
+        if not has.any():
+            return near, err
+        e, a, n = eps[has], first[has], counts[has]
+        starts = np.cumsum(n) - n
+        idx = np.arange(int(n.sum())) - np.repeat(starts - a, n)
+        log_terms = self.logp[idx] + _log_expm1_neg(self.loc[idx] - np.repeat(e, n))
+        log_mass = self.logp[idx]
+
+        def log_sums(x: np.ndarray) -> np.ndarray:
+            top = np.maximum.reduceat(x, starts)
+            top = np.where(np.isfinite(top), top, 0.0)
+            with np.errstate(divide="ignore"):
+                return top + np.log(np.add.reduceat(np.exp(x - np.repeat(top, n)), starts))
+
+        value, mass = np.exp(log_sums(log_terms)), np.exp(log_sums(log_mass))
+        with np.errstate(divide="ignore"):
+            log_value = np.abs(np.where(value > 0, np.log(np.where(value > 0, value, 1.0)), 0.0))
+        # relative rounding of the sum and of each exp(log); |eps - a| rounding inside expm1
+        near[has] = value
+        err[has] = (value * 8 * _EPS * (n + 9 + log_value)
+                    + 4 * _EPS * np.maximum(np.abs(e), self.amax) * mass)
+        return near, err
 
 
 def _power_atoms(loc: np.ndarray, logp: np.ndarray, k: int,

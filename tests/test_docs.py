@@ -95,7 +95,7 @@ def shown_lines(code: str, checked: dict) -> list[tuple[str, str]]:
 
 
 #: Pages whose examples take seconds (calibrations, pipelines, K-law sweeps): the slow tier runs them.
-SLOW_PAGES = {"pipelines.md", "calibration.md", "README.md", "choosing_k.md", "errors.md"}
+SLOW_PAGES = {"pipelines.md", "calibration.md", "README.md", "choosing_k.md", "errors.md", "regression.md", "trainers.md"}
 
 
 @pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW_PAGES else p

@@ -50,6 +50,7 @@ def test_registry_and_aliases():
         experiments.resolve("fig5")
 
 
+@pytest.mark.slow  # runs every experiment once (quick, ~65 s): the slow tier runs it
 @pytest.mark.parametrize("name", list(experiments.EXPERIMENTS))
 def test_each_experiment_writes_csv_and_png(results, name):
     key, _ = results[name]  # no timing assertion: the machine is shared (times are in the quick run's log)
@@ -60,6 +61,7 @@ def test_each_experiment_writes_csv_and_png(results, name):
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow  # runs every experiment once (quick, ~65 s): the slow tier runs it
 def test_fig1_profile_beats_rdp_and_closed_form(results):
     key, _ = results["fig1_rnm"]
     assert key["min_rdp_minus_profile"] > 0.1  # Thm 3.2 < Thm 3.1 for every m
@@ -67,6 +69,7 @@ def test_fig1_profile_beats_rdp_and_closed_form(results):
     assert 2.6 < key["eps_thm32_m100"] < 2.8 < key["eps_rdp_m100"] < 2.95
 
 
+@pytest.mark.slow  # runs every experiment once (quick, ~65 s): the slow tier runs it
 def test_fig2_3_geometric_rdp_is_never_below_profile(results):
     key, _ = results["fig2_3_geometric"]
     assert key["min_rdp_minus_profile"] > 0.2
@@ -84,6 +87,7 @@ def test_fig4_binomial_gives_concentrated_k_for_free(results):
     assert key["P[K<=5]_bin_smallest_n"] < key["P[K<=5]_poisson"] / 3
 
 
+@pytest.mark.slow  # runs every experiment once (quick, ~65 s): the slow tier runs it
 def test_fig6_profile_wins_for_geometric_loses_for_poisson_at_large_m(results):
     key, _ = results["fig6_dpsgd"]
     assert key["min_geometric_rdp_minus_profile"] > 0.5
@@ -92,6 +96,7 @@ def test_fig6_profile_wins_for_geometric_loses_for_poisson_at_large_m(results):
     assert math.isfinite(key["poisson_profile_loses_from_m"]) and key["poisson_profile_loses_from_m"] < 300
 
 
+@pytest.mark.slow  # runs every experiment once (quick, ~65 s): the slow tier runs it
 def test_fig7_candidates_factor(results):
     key, _ = results["fig7_large_batch"]
     assert 2.4 < key["factor_geometric_m10"] < 3.5  # KRW: "approximately 3 times as many"
@@ -99,6 +104,7 @@ def test_fig7_candidates_factor(results):
     assert key["eps_poisson_profile_m100"] > key["eps_poisson_rdp_m100"]  # the profile bound loses here
 
 
+@pytest.mark.slow  # runs every experiment once (quick, ~65 s): the slow tier runs it
 def test_fig8_cor62_close_to_per_candidate_bounds(results):
     key, _ = results["fig8_tuning_sigma"]
     # KRW: about 4000, 10000 and 18000 steps.
@@ -108,6 +114,7 @@ def test_fig8_cor62_close_to_per_candidate_bounds(results):
     assert 0 <= key["min_gap_cor62_minus_best_candidate"] < 0.1
 
 
+@pytest.mark.slow  # runs every experiment once (quick, ~65 s): the slow tier runs it
 def test_accountants_agree(results):
     key, _ = results["accountants"]
     ref = key["eps_fig7_privselect_CF"]
@@ -119,12 +126,14 @@ def test_accountants_agree(results):
     assert key["sel_eps_fig7_privselect_CF"] < key["sel_eps_fig7_privselect_RDP"] - 0.2
 
 
+@pytest.mark.slow  # runs every experiment once (quick, ~65 s): the slow tier runs it
 def test_affordable_candidates(results):
     key, _ = results["affordable_candidates"]
     assert key["ratio_fig7_geometric_eps2"] > 2
     assert key["ratio_fig7_Poisson_eps2"] > 1
 
 
+@pytest.mark.slow  # runs every experiment once (quick, ~65 s): the slow tier runs it
 def test_tradeoff_selection_costs_power_and_profile_dominates_rdp(results):
     key, _ = results["tradeoff"]
     assert key["beta_one_run_alpha0.01"] > key["beta_geo10_profile_alpha0.01"] > key["beta_geo100_profile_alpha0.01"]

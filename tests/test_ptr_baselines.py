@@ -68,6 +68,7 @@ def test_output_perturbation_sensitivity_holds_for_neighbours():
     assert worst <= delta2
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_output_perturbation_noise_scales():
     X, y = _data()
     d, n = 3, 3000

@@ -83,6 +83,7 @@ def test_every_refusal_at_eps_01_comes_with_the_warning(elevators):
     assert refusals >= 3  # the check is exercised
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_tuned_and_selection_estimators_at_eps_1(elevators):
     Xtr, ytr, Xte, yte = elevators
     seeds = range(6)

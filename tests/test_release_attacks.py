@@ -45,10 +45,12 @@ from privselect.tuning.space import Choice, LogUniform, Uniform
 from tests.support.leaks import (
     AlwaysLostBackend,
     CollectingHandler,
+    dies_on_d,
     files_holding,
     kill_tuner_mid_run,
     remove_leftovers,
     traceback_leaks,
+    unpicklable_on_d,
 )
 
 NOISE, RATE, EPOCHS = 1.0, 0.1, 2
@@ -805,6 +807,7 @@ def test_a_hard_kill_mid_run_leaves_no_copy_of_the_data_in_dev_shm_or_the_temp_f
 # -- (l) the empirical audit of the whole tuner --------------------------------------------------------------
 
 
+@pytest.mark.slow  # 2,000 tunings (~80 s): a statistical audit, not a release channel; the slow tier runs it
 def test_a_full_tuner_distinguishing_test_stays_below_the_certificate():
     """The real PrivateTuner with PureDP(1) randomized-response runs on D = {1} vs D' = {0}: the
     Clopper-Pearson lower bound on epsilon distinguishes D from D' (it is well above 0) and stays
@@ -1157,21 +1160,10 @@ def test_a_study_usage_error_on_a_data_branch_does_not_stop_the_study(misuse):
     assert all(result.selected for result in results)  # no PrivateStudyError / TrainerContractError on D only
 
 
-def _dies_on_d(params, data, rng):
-    if data.max() > 2.5 and params["x"] > 0.6:
-        os._exit(3)  # kills the loky worker
-    return params["x"]
-
-
-def _unpicklable_on_d(params, data, rng):
-    import threading
-
-    return params["x"], ({"lock": threading.Lock()} if data.max() > 2.5 and params["x"] > 0.6 else params["x"])
-
-
-@pytest.mark.parametrize("train", [_unpicklable_on_d, _dies_on_d])
+@pytest.mark.parametrize("train", [unpicklable_on_d, dies_on_d])
 def test_picklability_or_a_workers_death_decided_by_the_data_is_a_score(train):
-    results = [_x_tuner(train, backend="loky", n_jobs=2, k=ps.Geometric(mean=5), seed=1).run(data)
+    # K = 2 (seed 1: one candidate above 0.6): each lost run costs the engine four executor restarts
+    results = [_x_tuner(train, backend="loky", n_jobs=2, k=ps.Binomial(2, 1 - 1e-12), seed=1).run(data)
                for data in (D_HIGH, D_LOW)]
     assert all(result.selected for result in results)
     assert results[0].best_score <= 0.6 < results[1].best_score  # on D the culprits scored worst

@@ -59,6 +59,7 @@ def built():
     return Report.of(CERT)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_html_page_is_self_contained_with_the_tradeoff_figure_and_the_risk_table(built):
     page = _Page()
     page.feed(built.html())
@@ -88,6 +89,7 @@ def test_text_report_states_the_guarantee_and_the_risk_table(built):
     assert CERT.report() == text
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_cli_report_writes_the_page_and_prints_the_text(tmp_path, capsys):
     cert_path, page_path = tmp_path / "cert.json", tmp_path / "report.html"
     cert_path.write_text(CERT.to_json())

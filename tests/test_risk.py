@@ -148,6 +148,7 @@ def test_cor62_certificate_risk_rests_on_its_epsilon_delta_pair():
     assert math.isclose(r.advantage, (math.expm1(2.0) + 2e-6) / (math.exp(2.0) + 1), rel_tol=1e-12)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_hyperparameter_mixture_certificate_carries_its_profile_with_a_finite_error_budget():
     m1 = ps.dpsgd(noise_multiplier=1.0, sample_rate=0.01, steps=1000)
     m2 = ps.dpsgd(noise_multiplier=1.5, sample_rate=0.01, steps=1000)

@@ -93,7 +93,7 @@ def _same(result, reference) -> None:
 
 # -- 1. every backend gives the identical winner and certificate ----------------------------
 
-@pytest.mark.parametrize("backend", ["threading", "loky", "dask", "ray"])
+@pytest.mark.parametrize("backend", ["threading", "loky", "dask", pytest.param("ray", marks=pytest.mark.slow)])  # ray: ~10 s
 def test_every_backend_gives_the_sequential_winner_and_certificate(backend, request):
     if backend in ("dask", "ray"):
         request.getfixturevalue({"dask": "dask_client", "ray": "local_ray"}[backend])
@@ -104,6 +104,7 @@ def test_every_backend_gives_the_sequential_winner_and_certificate(backend, requ
     assert sequential.best_params["x"] > 0.5  # the best of 11 uniform candidates + N(0,1) noise
 
 
+@pytest.mark.slow  # starts a local ray instance (~10 s): the slow tier runs it
 def test_the_ray_backend_runs_each_run_once_on_ray_workers(local_ray, tmp_path):
     data = {"dir": str(tmp_path), "payload": np.arange(100_000)}
     make_tuner(n_jobs=2, backend="ray").run(data)
@@ -212,6 +213,7 @@ def test_a_dask_worker_killed_mid_tuning_gives_the_undisturbed_result(tmp_path, 
     assert set(calls) == set(undisturbed.calls)
 
 
+@pytest.mark.slow  # starts a local ray instance (~10 s): the slow tier runs it
 def test_a_ray_worker_killed_mid_tuning_gives_the_undisturbed_result(tmp_path, undisturbed, local_ray):
     result, killed = _run_with_a_killed_worker(tmp_path, "ray")  # ray reports WorkerCrashedError (max_retries=0)
     assert len(killed) == 1

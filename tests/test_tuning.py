@@ -61,6 +61,7 @@ def test_revealing_k_switches_to_the_mixture_certificate():
     assert revealed.run(None).n_runs >= 1
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_k_follows_the_configured_distribution():
     """Chi-square test of K over 3000 tuner runs with a trivial trainer."""
     k = ps.Geometric(mean=3)
@@ -418,6 +419,7 @@ def _big_output(params, data, rng):
     return params["x"], np.empty(_MB // 8)  # 10 MB, allocated (tracemalloc sees it), never touched
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_memory_is_constant_in_k_with_10mb_outputs():
     import tracemalloc
 
@@ -456,6 +458,7 @@ def test_k_zero_still_returns_nothing_selected_and_progress_is_off_by_default(ca
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_only_the_hyperparameters_privacy_reads_are_enumerated():
     from privselect.tuning.space import privacy_law
 

@@ -32,7 +32,7 @@ import numpy as np
 from privselect.tuning.backends import SequentialBackend
 
 __all__ = ["traceback_leaks", "files_holding", "SEED_TYPES", "LossyBackend", "AlwaysLostBackend", "CollectingHandler", "kill_tuner_mid_run",
-           "remove_leftovers"]
+           "remove_leftovers", "dies_on_d", "unpicklable_on_d"]
 
 SEED_TYPES = (np.random.SeedSequence, np.random.bit_generator.SeedlessSeedSequence, np.random.Generator,
               np.random.BitGenerator, np.random.RandomState)
@@ -246,3 +246,21 @@ def remove_leftovers(shm: Path, temp: Path) -> None:
         for leftover in [*shm.glob(f"joblib_memmapping_folder_{pid}_*"), *shm.glob(f"sem.loky-{pid}-*")]:
             shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
     shutil.rmtree(temp, ignore_errors=True)
+
+
+# Trainers whose picklability or survival depends on the data (D holds a record above 2.5). They live here, not
+# in the test module, so that each fresh loky worker imports this light module (numpy only) to unpickle them.
+
+
+def dies_on_d(params, data, rng):
+    """Kills its worker process (``os._exit``) on D for candidates above 0.6."""
+    if data.max() > 2.5 and params["x"] > 0.6:
+        os._exit(3)
+    return params["x"]
+
+
+def unpicklable_on_d(params, data, rng):
+    """Returns an unpicklable output (a lock) on D for candidates above 0.6."""
+    import threading
+
+    return params["x"], ({"lock": threading.Lock()} if data.max() > 2.5 and params["x"] > 0.6 else params["x"])

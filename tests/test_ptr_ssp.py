@@ -222,6 +222,7 @@ def test_selection_can_choose_the_trivial_predictor():
     assert sum(p.choice_ == trivial and p.alpha_ == np.inf and not p.coef_.any() for p in picks) >= 2
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_trivial_predictor_is_a_candidate_of_the_regressor_selection():
     assert {"method": "trivial"} in DEFAULT_CANDIDATES
     X, y = _data(n=50)

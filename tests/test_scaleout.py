@@ -148,7 +148,8 @@ def test_driver_memory_is_flat_in_k_with_large_outputs(backend, request, tmp_pat
     assert few_peak < 16 * OUTPUT_BYTES
 
 
-@pytest.mark.parametrize("backend", ["threading", "dask", "ray"])  # loky: joblib's pre_dispatch (memory test)
+@pytest.mark.parametrize("backend", ["threading", "dask", pytest.param("ray", marks=pytest.mark.slow)])  # ray: ~10 s
+# loky: joblib's pre_dispatch (memory test)
 def test_submission_is_windowed_and_every_task_comes_back_once(backend, request):
     if backend in ("dask", "ray"):
         request.getfixturevalue({"dask": "dask_client", "ray": "local_ray"}[backend])

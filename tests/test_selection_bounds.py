@@ -215,6 +215,7 @@ def test_a_bound_is_registered_once_and_reached_through_its_family_module():
     assert bounds.selection_profile is bounds.profile.selection_profile
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_binomial_k_of_tiny_rate_costs_rate_times_total_variation():
     """Binomial(2, 1e-6) over a WOR-subsampled Gaussian (ZDW 2022 Thm 11(2)): delta / m = 0.85 exceeds
     delta_base(0), so eps = s* of Thm 5.7, which with the exact profile is ~ p TV (eps_1 at the

@@ -19,11 +19,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from ..mechanisms import Mechanism
-from .plrv import UnsupportedMechanismError
-from .profile import PrivacyProfile
+from .plrv import UnsupportedMechanismError, check_double_range
+from .profile import CertificationError, PrivacyProfile
 
 __all__ = [
     "Accountant",
+    "LossAccountant",
     "UnsupportedMechanismError",
     "register_accountant",
     "get_accountant",
@@ -83,6 +84,40 @@ class Accountant(ABC):
         fields = getattr(self, "options", {})
         args = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         return f"{type(self).__name__}({args})"
+
+
+class LossAccountant(Accountant):
+    """An `Accountant` over the mechanism's privacy-loss random variables (PRV, PLD, CF), built on an engine.
+
+    ``engine(**options)`` validates the options when the accountant is made; its ``profile(mechanism)``
+    runs the numerics. The dry walk is ``readable(mechanism)`` (the engine's reading of the losses) and the
+    double-range check. Numerics out of reach (``ValueError``, ``ArithmeticError``, ``MemoryError`` from the
+    engine) decline with `CertificationError`, as every member of ``"auto"`` must.
+    """
+
+    #: The options dataclass that builds profiles; ``label`` names the accountant in messages.
+    engine: ClassVar[Callable[..., Any]]
+    label: ClassVar[str]
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+        self._impl = self.engine(**options)  # validates the options now
+
+    @abstractmethod
+    def readable(self, mechanism: Mechanism) -> object:
+        """Read the mechanism's losses (no numerics); raise UnsupportedMechanismError naming the piece."""
+
+    def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
+        self.readable(mechanism)
+        check_double_range(self.label, mechanism)
+        if dry:
+            return None
+        try:
+            return self._impl.profile(mechanism)
+        except (CertificationError, UnsupportedMechanismError):
+            raise
+        except (ValueError, ArithmeticError, MemoryError) as exc:  # numerics out of reach: decline
+            raise CertificationError(f"the {self.label} accountant declines this mechanism: {exc}") from None
 
 
 def _annotated(profile: PrivacyProfile, mechanism: Mechanism, name: str) -> PrivacyProfile:

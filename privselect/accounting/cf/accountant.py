@@ -7,9 +7,8 @@ from typing import Any
 
 from ... import _validation as check
 from ...mechanisms import Mechanism
-from ..base import Accountant, register_accountant
+from ..base import LossAccountant, register_accountant
 from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory
-from ..plrv import check_double_range
 from ..profile import DirectionalCurve, PrivacyProfile
 from .components import atomic, closed_form, readable_losses, sampled_steps
 from .curve import CFCurve
@@ -111,19 +110,15 @@ def cf_profile(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
 
 
 @register_accountant("cf")
-class CF(Accountant):
+class CF(LossAccountant):
     """Characteristic-function accountant (Zhu, Dong, Wang 2022); options go to ``CFAccountant``."""
 
     name = "cf"
+    label = "cf"
+    engine = CFAccountant
 
-    def __init__(self, **options: Any) -> None:
-        self.options = options
-        self._impl = CFAccountant(**options)
-
-    def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
-        readable_losses(mechanism)
-        check_double_range("cf", mechanism)
-        return None if dry else self._impl.profile(mechanism)
+    def readable(self, mechanism: Mechanism) -> object:
+        return readable_losses(mechanism)
 
     def closed_form(self, mechanism: Mechanism) -> bool:
         """Whether ``mechanism`` (which this accountant supports) has a closed-form characteristic

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import _validation as check
-from ...errors import CertificationError, UnsupportedMechanismError
+from ...errors import CertificationError
 from ...mechanisms import Mechanism
-from ..base import Accountant, register_accountant
+from ..base import LossAccountant, register_accountant
 from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory, require_memory
-from ..plrv import PrivacyLoss, check_double_range, composed_losses
+from ..plrv import readable_losses as plrv_readable_losses
 from ..profile import PrivacyProfile
 from ..prv.interface import find_tails
 from .compose import compose, part_log_mgfs, window
@@ -48,17 +48,7 @@ _MAX_LOSS = 700.0
 
 def readable_losses(mechanism: Mechanism):
     """The mechanism's PLRVs (no numerics); raises UnsupportedMechanismError naming the failing part."""
-    if not isinstance(mechanism, Mechanism):
-        raise TypeError(f"expected a privselect Mechanism, got {type(mechanism).__name__}")
-    try:
-        parts = composed_losses(mechanism)
-    except UnsupportedMechanismError as exc:
-        raise UnsupportedMechanismError(f"PLD accountant cannot interpret {mechanism!r}: {exc}") from None
-    for losses, _ in parts:
-        for loss in (losses.remove, losses.add):
-            if not isinstance(loss, PrivacyLoss):
-                raise UnsupportedMechanismError(f"PLD accountant: {type(loss).__name__} is not a PrivacyLoss")
-    return parts
+    return plrv_readable_losses(mechanism, "PLD")
 
 
 @dataclass(frozen=True)
@@ -180,23 +170,12 @@ def pld_profile(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
 
 
 @register_accountant("pld")
-class PLD(Accountant):
+class PLD(LossAccountant):
     """Connect-the-dots PLD accountant (Doroshenko et al. 2022); options go to ``PLDAccountant``."""
 
     name = "pld"
+    label = "PLD"
+    engine = PLDAccountant
 
-    def __init__(self, **options: Any) -> None:
-        self.options = options
-        self._impl = PLDAccountant(**options)
-
-    def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
-        readable_losses(mechanism)
-        check_double_range("PLD", mechanism)
-        if dry:
-            return None
-        try:
-            return self._impl.profile(mechanism)
-        except (CertificationError, UnsupportedMechanismError):
-            raise
-        except (ValueError, ArithmeticError, MemoryError) as exc:  # numerics out of reach: decline
-            raise CertificationError(f"the PLD accountant declines this mechanism: {exc}") from None
+    def readable(self, mechanism: Mechanism) -> object:
+        return readable_losses(mechanism)

@@ -22,7 +22,14 @@ the maximum at query time.
 """
 
 from ...errors import UnsupportedMechanismError
-from .directions import DirectedLosses, check_double_range, composed_losses, out_of_double_range, privacy_losses
+from .directions import (
+                         DirectedLosses,
+                         check_double_range,
+                         composed_losses,
+                         out_of_double_range,
+                         privacy_losses,
+                         readable_losses,
+)
 from .gaussian import GaussianLoss
 from .laplace import LaplaceLoss
 from .loss import Atoms, PrivacyLoss
@@ -31,4 +38,4 @@ from .two_point import TwoPointLoss
 
 __all__ = ["PrivacyLoss", "Atoms", "GaussianLoss", "LaplaceLoss", "TwoPointLoss", "SubsampledLoss", "DirectedLosses",
            "privacy_losses", "composed_losses", "UnsupportedMechanismError", "subsampled_loss",
-           "out_of_double_range", "check_double_range"]
+           "out_of_double_range", "check_double_range", "readable_losses"]

@@ -123,6 +123,22 @@ def _(mechanism: mech.SampledWithoutReplacement) -> str | None:
     return out_of_double_range(mechanism.replace_one_base)
 
 
+def readable_losses(mechanism: Mechanism, accountant: str) -> tuple[tuple[DirectedLosses, int], ...]:
+    """The mechanism's PLRVs, both directions, with their counts (no numerics); raises UnsupportedMechanismError
+    naming the failing part and ``accountant``."""
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"expected a privselect Mechanism, got {type(mechanism).__name__}")
+    try:
+        parts = composed_losses(mechanism)
+    except UnsupportedMechanismError as exc:
+        raise UnsupportedMechanismError(f"{accountant} accountant cannot interpret {mechanism!r}: {exc}") from None
+    for losses, _ in parts:
+        for loss in (losses.remove, losses.add):
+            if not isinstance(loss, PrivacyLoss):
+                raise UnsupportedMechanismError(f"{accountant} accountant: {type(loss).__name__} is not a PrivacyLoss")
+    return parts
+
+
 def check_double_range(name: str, mechanism: Mechanism) -> None:
     for part, _ in mechanism.components():
         reason = out_of_double_range(part)

@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 
 from ... import _validation as check
-from ...errors import UnsupportedMechanismError
 from ...mechanisms import Mechanism
-from ..base import Accountant, register_accountant
+from ..base import LossAccountant, register_accountant
 from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory
-from ..plrv import PrivacyLoss, check_double_range, composed_losses
-from ..profile import CertificationError, PrivacyProfile
+from ..plrv import readable_losses as plrv_readable_losses
+from ..profile import PrivacyProfile
 from .bounds import _epsilon_scale
 from .compose import _FP_PER_COMPOSITION, MAX_COMPOSITIONS, _build_curve
 from .curve import PRVCurve
@@ -52,17 +51,7 @@ def readable_losses(mechanism: Mechanism):
 
     The registry's "prv" accountant runs this as its dry walk (``supports``).
     """
-    if not isinstance(mechanism, Mechanism):
-        raise TypeError(f"expected a privselect Mechanism, got {type(mechanism).__name__}")
-    try:
-        parts = composed_losses(mechanism)
-    except UnsupportedMechanismError as exc:
-        raise UnsupportedMechanismError(f"PRV accountant cannot interpret {mechanism!r}: {exc}") from None
-    for losses, _ in parts:
-        for loss in (losses.remove, losses.add):
-            if not isinstance(loss, PrivacyLoss):
-                raise UnsupportedMechanismError(f"PRV accountant: {type(loss).__name__} is not a PrivacyLoss")
-    return parts
+    return plrv_readable_losses(mechanism, "PRV")
 
 
 @dataclass(frozen=True)
@@ -241,28 +230,17 @@ def prv_profile(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
 
 
 @register_accountant("prv")
-class PRV(Accountant):
+class PRV(LossAccountant):
     """PRV accountant (Gopi, Lee, Wutschitz 2021) with a certified bracket; options go to ``PRVAccountant``."""
 
     name = "prv"
-
-    def __init__(self, **options: Any) -> None:
-        self.options = options
-        self._impl = PRVAccountant(**options)  # validates the options now
+    label = "PRV"
+    engine = PRVAccountant
 
     def floor_hint(self) -> float:
         """The requested delta error: the floor is twice the achieved one (GLW Thm 5.5), about this."""
         impl = self._impl
         return impl.delta_error if impl.delta_error is not None else impl.target_delta / 1000
 
-    def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
-        readable_losses(mechanism)
-        check_double_range("PRV", mechanism)
-        if dry:
-            return None
-        try:
-            return self._impl.profile(mechanism)
-        except (CertificationError, UnsupportedMechanismError):
-            raise
-        except (ValueError, ArithmeticError, MemoryError) as exc:  # numerics out of reach: decline
-            raise CertificationError(f"the PRV accountant declines this mechanism: {exc}") from None
+    def readable(self, mechanism: Mechanism) -> object:
+        return readable_losses(mechanism)

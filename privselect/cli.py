@@ -355,12 +355,8 @@ def _calibrate(args: argparse.Namespace) -> int:
               "sample_rate": rate, "sampling": args.sampling, "target_epsilon": args.epsilon, "delta": args.delta,
               "epsilon": epsilon, "k": None if k is None else k.to_dict(), "accountant": accountant,
               "mechanism": repr(mechanism), "privselect_version": __version__}
-    if args.json:
-        print(json.dumps(report, indent=2))
+    if _printed_json_or_header(args, report, mechanism, k):
         return 0
-    print(f"one run:   {mechanism!r}")
-    if k is not None:
-        print(f"K:         {k!r} (mean {k.mean:g}); the whole tuning is calibrated (only the best run is released)")
     print(f"target:    ({args.epsilon:g}, {args.delta:g})-DP")
     if solved == "steps":
         print(f"steps:     {steps} (epochs {steps * rate:.6g}) at noise multiplier {sigma:g}")
@@ -369,6 +365,17 @@ def _calibrate(args: argparse.Namespace) -> int:
     print(f"certified: ({epsilon:.4f}, {args.delta:g})-DP by the {accountant} accountant"
           + ("" if k is None else " and the best-of-K certificate"))
     return 0
+
+
+def _printed_json_or_header(args: argparse.Namespace, report: dict, mechanism: Any, k: Any) -> bool:
+    """Print the calibration ``report`` as JSON (True), or the text report's first lines (False)."""
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return True
+    print(f"one run:   {mechanism!r}")
+    if k is not None:
+        print(f"K:         {k!r} (mean {k.mean:g}); the whole tuning is calibrated (only the best run is released)")
+    return False
 
 
 def _calibrate_risk(args: argparse.Namespace, target: Any) -> int:
@@ -398,12 +405,8 @@ def _calibrate_risk(args: argparse.Namespace, target: Any) -> int:
               "target_tpr": target.tpr, "target_fpr": target.fpr, "target_advantage": target.advantage,
               "certified_value": achieved, "k": None if k is None else k.to_dict(), "accountant": accountant,
               "mechanism": repr(mechanism), "privselect_version": __version__}
-    if args.json:
-        print(json.dumps(report, indent=2))
+    if _printed_json_or_header(args, report, mechanism, k):
         return 0
-    print(f"one run:   {mechanism!r}")
-    if k is not None:
-        print(f"K:         {k!r} (mean {k.mean:g}); the whole tuning is calibrated (only the best run is released)")
     print(f"target:    {target} for any membership attack")
     print(f"noise multiplier: {sigma:.6f}")
     quantity = "advantage" if target.advantage is not None else f"TPR at FPR {target.fpr:g}"

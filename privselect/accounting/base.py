@@ -89,26 +89,29 @@ class Accountant(ABC):
 class LossAccountant(Accountant):
     """An `Accountant` over the mechanism's privacy-loss random variables (PRV, PLD, CF), built on an engine.
 
-    ``engine(**options)`` validates the options when the accountant is made; its ``profile(mechanism)``
-    runs the numerics. The dry walk is ``readable(mechanism)`` (the engine's reading of the losses) and the
-    double-range check. Numerics out of reach (``ValueError``, ``ArithmeticError``, ``MemoryError`` from the
-    engine) decline with `CertificationError`, as every member of ``"auto"`` must.
+    A subclass names its parts in the class statement: ``class PRV(LossAccountant, engine=PRVAccountant,
+    label="PRV", reader=readable_losses)``. ``engine(**options)`` validates the options when the accountant
+    is made; its ``profile(mechanism)`` runs the numerics. The dry walk is ``reader(mechanism)`` (the
+    engine's reading of the losses, no numerics) and the double-range check. Numerics out of reach
+    (``ValueError``, ``ArithmeticError``, ``MemoryError`` from the engine) decline with
+    `CertificationError`, as every member of ``"auto"`` must.
     """
 
-    #: The options dataclass that builds profiles; ``label`` names the accountant in messages.
     engine: ClassVar[Callable[..., Any]]
     label: ClassVar[str]
+    reader: ClassVar[Callable[[Mechanism], object]]
+
+    def __init_subclass__(cls, *, engine: Callable[..., Any], label: str, reader: Callable[[Mechanism], object],
+                          **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.engine, cls.label, cls.reader = engine, label, staticmethod(reader)
 
     def __init__(self, **options: Any) -> None:
         self.options = options
         self._impl = self.engine(**options)  # validates the options now
 
-    @abstractmethod
-    def readable(self, mechanism: Mechanism) -> object:
-        """Read the mechanism's losses (no numerics); raise UnsupportedMechanismError naming the piece."""
-
     def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
-        self.readable(mechanism)
+        type(self).reader(mechanism)
         check_double_range(self.label, mechanism)
         if dry:
             return None

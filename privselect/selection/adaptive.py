@@ -43,7 +43,7 @@ from ..accounting.closed import pure_epsilon_total, step_bound
 from ..accounting.profile import ErrorBudget, PrivacyProfile
 from ..errors import CertificationError, UnsupportedMechanismError
 from ..mechanisms import Mechanism
-from .certify import Certificate
+from .certify import Certificate, tightest_bound
 from .distributions import KDistribution, TruncatedNegativeBinomial
 
 __all__ = [
@@ -204,13 +204,11 @@ def certify_adaptive(privacy: Any, k: KDistribution, delta: float, *, density_ra
         alternatives["adaptive-pure"] = pure
     else:
         notes.append("adaptive-pure: a candidate is not pure DP")
-    finite = {name: value for name, value in alternatives.items() if math.isfinite(value)}
-    if not finite:
-        raise CertificationError(f"no adaptive bound certifies this search at delta={delta:g}: {'; '.join(notes)}")
-    best = min(finite, key=finite.__getitem__)
+    best = tightest_bound(alternatives, CertificationError(
+        f"no adaptive bound certifies this search at delta={delta:g}: {'; '.join(notes)}"))
     base = mechanisms[0] if len(mechanisms) == 1 else f"sup over {len(mechanisms)} candidate mechanisms: {mechanisms!r}"
     return Certificate(
-        epsilon=finite[best], delta=delta, bound=best, theorem=THEOREM_RDP if best == "adaptive-rdp" else THEOREM_PURE,
+        epsilon=alternatives[best], delta=delta, bound=best, theorem=THEOREM_RDP if best == "adaptive-rdp" else THEOREM_PURE,
         alternatives=alternatives, k=k, base=base, accountant="rdp" if best == "adaptive-rdp" else "closed",
         error_budget=ErrorBudget(), notes=tuple(notes),
         relation="" if len(mechanisms) == 1 else str(mechanisms[0].relation),

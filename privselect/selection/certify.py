@@ -35,7 +35,8 @@ from .bounds import (
 )
 from .distributions import KDistribution, k_from_dict
 
-__all__ = ["Certificate", "certify", "FAMILIES", "RELEASE_ALL", "certify_hyperparameter_mixture", "cor62_certificate"]
+__all__ = ["Certificate", "certify", "FAMILIES", "RELEASE_ALL", "certify_hyperparameter_mixture", "cor62_certificate",
+           "tightest_bound"]
 
 #: Bound families for "release the best of K runs" (K not released), tried by default.
 FAMILIES = ("profile", "rdp")
@@ -176,6 +177,14 @@ def _certificate_risk(x: Certificate, **accountant_options: Any) -> Any:
     return certificate_risk(x, **accountant_options)
 
 
+def tightest_bound(epsilons: dict[str, float], no_bound: Exception) -> str:
+    """The name of the smallest finite epsilon among the bounds that applied; raises ``no_bound`` if none is finite."""
+    finite = {name: value for name, value in epsilons.items() if math.isfinite(value)}
+    if not finite:
+        raise no_bound
+    return min(finite, key=finite.__getitem__)
+
+
 def certify(base: Mechanism | PrivacyProfile | HyperparameterMixture, k: KDistribution, delta: float, *,
             bound: str | None = None, accountant: str | Accountant = "auto", base_epsilon: float | None = None, **accountant_options: Any) -> Certificate:
     """Certify "release the best of K runs of ``base``" at ``delta``: the smallest valid epsilon.
@@ -248,15 +257,13 @@ def certify(base: Mechanism | PrivacyProfile | HyperparameterMixture, k: KDistri
             raise ValueError(f"bound='rdp' does not apply: {reason}")
         else:
             notes.append(f"rdp: {reason}")
-    finite = {name: value for name, value in results.items() if math.isfinite(value[0])}
-    if not finite:
-        raise ValueError(f"no bound certifies this selection at delta={delta:g}: {notes or results}")
-    best = min(finite, key=lambda name: finite[name][0])
+    best = tightest_bound({name: value[0] for name, value in results.items()},
+                          ValueError(f"no bound certifies this selection at delta={delta:g}: {notes or results}"))
     return Certificate(
-        epsilon=finite[best][0],
+        epsilon=results[best][0],
         delta=delta,
         bound=best,
-        theorem=finite[best][1],
+        theorem=results[best][1],
         alternatives={name: value[0] for name, value in results.items()},
         k=k,
         base=mechanism,

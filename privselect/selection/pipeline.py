@@ -34,7 +34,7 @@ from ..accounting.dominating import PoissonSplit, ProfileMechanism
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
 from ..mechanisms import Mechanism, compose
 from .bounds import selection_profile, selection_rdp_curve, supports_rdp_selection
-from .certify import Certificate
+from .certify import Certificate, tightest_bound
 from .distributions import KDistribution
 
 __all__ = ["pipeline_mechanism", "pipeline_profile", "pipeline_rdp_epsilon", "certify_pipeline",
@@ -169,10 +169,7 @@ def certify_pipeline(base: Mechanism | PrivacyProfile, k: KDistribution, delta: 
         results["rdp"] = pipeline_rdp_epsilon(mechanism, k, delta, final=final, tuning_rate=rate)
     else:
         notes.append("rdp: no RDP route for this base, K law or final run")
-    finite = {name: value for name, value in results.items() if math.isfinite(value)}
-    if not finite:
-        raise ValueError(f"no route certifies this pipeline at delta={delta:g}: {notes or results}")
-    best = min(finite, key=finite.__getitem__)
+    best = tightest_bound(results, ValueError(f"no route certifies this pipeline at delta={delta:g}: {notes or results}"))
     steps = ["best of K runs"] + ([f"on a Poisson subsample of rate {rate:g}"] if rate < 1 else []) \
         + ([f"then the final run {final!r} on the {final_data} data"] if final is not None else [])
     if best == "rdp":
@@ -183,7 +180,7 @@ def certify_pipeline(base: Mechanism | PrivacyProfile, k: KDistribution, delta: 
     else:
         bound = ("KRW 2024 selection profile as a dominating pair (connect the dots), subsampled (Zhu-Dong-Wang "
                  "2022 Thm 11) and composed")
-    return Certificate(epsilon=finite[best], delta=delta, bound=best, theorem=bound, alternatives=results, k=k,
+    return Certificate(epsilon=results[best], delta=delta, bound=best, theorem=bound, alternatives=results, k=k,
                        base=mechanism, accountant=accountant if best == "profile" else "rdp",
                        error_budget=budget if best == "profile" else ErrorBudget(),
                        notes=tuple(["pipeline: " + ", ".join(steps)] + notes))

@@ -5,17 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ... import _validation as check
 from ...mechanisms import Mechanism
 from ..base import LossAccountant, register_accountant
-from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory
 from ..profile import DirectionalCurve, PrivacyProfile
 from .components import atomic, closed_form, readable_losses, sampled_steps
 from .curve import CFCurve
+from .options import CFOptions
 
 
 @dataclass(frozen=True)
-class CFAccountant:
+class CFAccountant(CFOptions):
     """Characteristic-function accountant (Zhu, Dong, Wang 2022) with certified, added error.
 
     Parameters
@@ -41,6 +40,8 @@ class CFAccountant:
         Cap on (grid points x quadrature nodes) per integration line for subsampled
         mechanisms; beyond it the grid is shortened and the certified truncation error grows
         (relevant for one or a few subsampled steps, whose phi decays slowly).
+    max_memory:
+        Bytes one build may allocate (estimated before allocating); past it it declines. Default 2 GB.
 
     Examples
     --------
@@ -49,30 +50,6 @@ class CFAccountant:
     >>> round(prof.delta(1.0), 10)
     0.1269367375
     """
-
-    rel_tol: float = 1e-11
-    max_grid_points: int = 1 << 17
-    quadrature_safety: float = 10.0
-    max_atoms: int = 1_000_000
-    max_work: float = 2e8
-    max_quadrature_nodes: int = 1 << 19
-    max_memory: float = DEFAULT_MAX_MEMORY
-
-    def __post_init__(self) -> None:
-        tol = check.positive("rel_tol", self.rel_tol)
-        if not 1e-15 <= tol <= 1e-2:
-            raise ValueError(f"rel_tol must be in [1e-15, 1e-2], got {self.rel_tol!r}")
-        object.__setattr__(self, "rel_tol", tol)
-        for name, read, smallest in (("max_grid_points", check.positive_int, 256),
-                                     ("quadrature_safety", check.positive, 1),
-                                     ("max_atoms", check.positive_int, 1000),
-                                     ("max_quadrature_nodes", check.positive_int, 1024),
-                                     ("max_work", check.positive, 1e6)):
-            value = read(name, getattr(self, name))
-            if value < smallest:
-                raise ValueError(f"{name} must be >= {smallest:g}, got {getattr(self, name)!r}")
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "max_memory", checked_max_memory(self.max_memory))
 
     # -- profile ---------------------------------------------------------------------------------
 
@@ -110,15 +87,10 @@ def cf_profile(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
 
 
 @register_accountant("cf")
-class CF(LossAccountant):
+class CF(LossAccountant, engine=CFAccountant, label="cf", reader=readable_losses):
     """Characteristic-function accountant (Zhu, Dong, Wang 2022); options go to ``CFAccountant``."""
 
     name = "cf"
-    label = "cf"
-    engine = CFAccountant
-
-    def readable(self, mechanism: Mechanism) -> object:
-        return readable_losses(mechanism)
 
     def closed_form(self, mechanism: Mechanism) -> bool:
         """Whether ``mechanism`` (which this accountant supports) has a closed-form characteristic

@@ -170,12 +170,7 @@ def pld_profile(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
 
 
 @register_accountant("pld")
-class PLD(LossAccountant):
+class PLD(LossAccountant, engine=PLDAccountant, label="PLD", reader=readable_losses):
     """Connect-the-dots PLD accountant (Doroshenko et al. 2022); options go to ``PLDAccountant``."""
 
     name = "pld"
-    label = "PLD"
-    engine = PLDAccountant
-
-    def readable(self, mechanism: Mechanism) -> object:
-        return readable_losses(mechanism)

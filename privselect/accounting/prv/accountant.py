@@ -230,17 +230,12 @@ def prv_profile(mechanism: Mechanism, **options: Any) -> PrivacyProfile:
 
 
 @register_accountant("prv")
-class PRV(LossAccountant):
+class PRV(LossAccountant, engine=PRVAccountant, label="PRV", reader=readable_losses):
     """PRV accountant (Gopi, Lee, Wutschitz 2021) with a certified bracket; options go to ``PRVAccountant``."""
 
     name = "prv"
-    label = "PRV"
-    engine = PRVAccountant
 
     def floor_hint(self) -> float:
         """The requested delta error: the floor is twice the achieved one (GLW Thm 5.5), about this."""
         impl = self._impl
         return impl.delta_error if impl.delta_error is not None else impl.target_delta / 1000
-
-    def readable(self, mechanism: Mechanism) -> object:
-        return readable_losses(mechanism)

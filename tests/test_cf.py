@@ -132,6 +132,25 @@ def test_randomized_response_pure_composition(k, ref):
     assert_bracket(lower, upper, exact, rel_width=1e-10)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.floats(0.51, 0.95), st.integers(1, 3000), st.integers(0, 2**32 - 1))
+def test_a_vector_of_eps_gets_each_exact_binomial_sum(p, k, seed):
+    """RR(p)^k at 64 eps at once (atoms and points within 1 of an atom included): each bracket holds the
+    binomial sum delta(eps) = sum_j pmf(j) (1 - e^{eps - c (2j - k)})_+, summed exactly (math.fsum)."""
+    c = math.log(p / (1 - p))
+    rng = np.random.default_rng(seed)
+    atoms = c * (2 * np.arange(k + 1) - k)
+    eps = np.concatenate([rng.uniform(-1.0, c * k + 1.0, 40), rng.choice(atoms[atoms >= 0], 12),
+                          rng.choice(atoms[atoms >= 0], 12) - rng.uniform(0, 1, 12)])
+    pmf = stats.binom.pmf(np.arange(k + 1), k, p)
+    exact = np.array([math.fsum(pmf * np.maximum(0.0, -np.expm1(e - atoms))) for e in eps])
+    lower, upper = cf_profile(ps.RandomizedResponse(p).compose(k)).delta_bounds(eps)
+    slack = 1e-12 * exact + 1e-300  # scipy's binomial pmf: relative error ~1e-14 per term
+    assert np.all(lower <= exact + slack) and np.all(exact <= upper + slack)
+    # an eps at an atom: the atom's rounded location (a few ulps of c k) may lie on either side of it
+    assert np.all(upper - lower <= 1e-9 * exact + 8 * 2.3e-16 * (c * k + 1))
+
+
 EXP2 = [(10, 4.1684884083e-6), (20, 8.3136397895e-4), (50, 3.2334793697e-2), (100, 1.5020164212e-1),
         (200, 3.9318086202e-1), (500, 7.8644760526e-1), (1000, 9.5934217045e-1)]
 

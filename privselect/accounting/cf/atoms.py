@@ -9,6 +9,9 @@ import numpy as np
 from ...errors import UnsupportedMechanismError
 from .numerics import _EPS, _log_expm1_neg
 
+#: log of the smallest normal long double (the suffix sums' underflow threshold).
+_LOG_TINY = float(np.log(np.finfo(np.longdouble).tiny))  # -11355 (x87 extended); -708 where it is a double
+
 
 class _AtomTable:
     """Sorted atoms (location a, mass p) with suffix sums for delta_A(eps) = sum_{a > eps} p (1 - e^{eps - a}).
@@ -17,7 +20,10 @@ class _AtomTable:
     the others through suffix sums S0 = sum p and S1 = sum p e^{-a}, combined as
     S0 - e^eps S1 >= (1 - e^-1) S0, so rounding is amplified at most 1.6x. Suffix sums are
     blocked (1024 per block, reversed cumsum inside and across blocks), each relative error
-    <= (1024 + blocks + 4) eps_mach.
+    <= (1024 + blocks + 4) eps_mach. They are held in long double: scaled by the largest term, the
+    terms of S1 span e^{-2 max|a|} (RR(0.875)^358: e^{-741}, a double subnormal with 3 significant
+    bits, which put delta's lower end 4e-12 above the truth); a term below the long-double range adds
+    at most its smallest normal number, and the rounding of each term's exponent is bounded as well.
     """
 
     _BLOCK = 1024
@@ -28,23 +34,26 @@ class _AtomTable:
         self.shift0 = float(np.max(self.logp))
         log1 = self.logp - self.loc
         self.shift1 = float(np.max(log1))
-        self.suffix0 = self._suffix(np.exp(self.logp - self.shift0))
-        self.suffix1 = self._suffix(np.exp(log1 - self.shift1))
+        self.suffix0 = self._suffix(np.exp((self.logp - self.shift0).astype(np.longdouble)))
+        self.suffix1 = self._suffix(np.exp((log1 - self.shift1).astype(np.longdouble)))
         blocks = -(-self.loc.size // self._BLOCK)
         self.suffix_rel = (self._BLOCK + blocks + 4) * _EPS
         self.amax = float(np.max(np.abs(self.loc)))
+        #: relative error of each scaled term from its rounded exponent (logp - a - shift, in doubles)
+        self.exponent_rel = 4 * _EPS * (2 * self.amax + 2 * float(np.max(np.abs(self.logp))) + 4)
 
     @classmethod
     def _suffix(cls, w: np.ndarray) -> np.ndarray:
         """out[i] = sum_{t >= i} w_t (out[n] = 0), summed in blocks."""
         n = w.size
         pad = -(-n // cls._BLOCK) * cls._BLOCK
-        padded = np.zeros(pad)
+        padded = np.zeros(pad, dtype=w.dtype)
         padded[:n] = w
         blocks = padded.reshape(-1, cls._BLOCK)
         inner = np.cumsum(blocks[:, ::-1], axis=1)[:, ::-1]  # suffix within each block
-        tails = np.concatenate([np.cumsum(inner[::-1, 0])[::-1][1:], [0.0]])  # later blocks
-        return np.concatenate([(inner + tails[:, None]).reshape(-1)[:n], [0.0]])
+        zero = np.zeros(1, dtype=w.dtype)
+        tails = np.concatenate([np.cumsum(inner[::-1, 0])[::-1][1:], zero])  # later blocks
+        return np.concatenate([(inner + tails[:, None]).reshape(-1)[:n], zero])
 
     #: Atom-eps pairs summed directly per chunk of queries (bounds the flattened arrays to ~64 MB).
     _PAIRS_PER_CHUNK = 1 << 22
@@ -65,11 +74,15 @@ class _AtomTable:
             log0 = np.where(s0 > 0, self.shift0 + np.log(np.where(s0 > 0, s0, 1.0)), -np.inf)
             ratio = np.where(s1 > 0, np.exp(eps + self.shift1 + np.log(np.where(s1 > 0, s1, 1.0))
                                             - np.where(s0 > 0, log0, 0.0)), 0.0)
-            far = np.where(s0 > 0, np.exp(log0) * (1.0 - ratio), 0.0)
-        far_err = np.where(s0 > 0, 2 * (self.suffix_rel + 8 * _EPS * (np.abs(np.where(s0 > 0, log0, 0.0))
-                                                                       + np.abs(eps) + 4)) * np.exp(log0), 0.0)
+            far = np.where(s0 > 0, np.exp(log0) * (1.0 - ratio), 0.0).astype(float)
+            mass = np.exp(log0).astype(float)
+            # terms below the long-double range: each adds at most its smallest normal number (scaled back)
+            underflow = self.loc.size * (math.exp(self.shift0 + _LOG_TINY) + np.exp(eps + self.shift1 + _LOG_TINY))
+        far_err = np.where(s0 > 0, (2 * (self.suffix_rel + 8 * _EPS * (np.abs(np.where(s0 > 0, log0, 0.0)).astype(float)
+                                                                        + np.abs(eps) + 4)) + 2 * self.exponent_rel)
+                           * mass, 0.0)
         out = near + far
-        err = self.pruned + near_err + far_err + out * self.rel + split * math.exp(self.shift0 - 745.0)
+        err = self.pruned + near_err + far_err + out * self.rel + underflow
         return out, err
 
     def _near(self, eps: np.ndarray, first: np.ndarray, split: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -23,8 +23,9 @@ x = 0 and is constant beyond the largest loss.
 
 Composition keeps both relations (the composed delta is E_{L_1}[delta_2(eps - L_1)] with non-negative weights,
 monotone in each factor's curve: Zhu, Dong, Wang 2022, Lemma 7).
-The single-step values use ``sf`` and ``sf_secondary`` of the loss, whose relative error is taken to be at most
-`SF_REL_ERROR` (the same assumption as the PRV accountant's cell masses); it is added (upper) or subtracted (lower).
+The single-step values use ``sf`` and ``sf_secondary`` of the loss, evaluated at arguments moved to the safe side by
+the loss's backward error (``PrivacyLoss.argument_error``: the subsampled loss's inverse map), with a forward
+relative error of at most `SF_REL_ERROR` added (upper) or subtracted (lower).
 """
 
 from __future__ import annotations
@@ -54,18 +55,29 @@ class Discretised:
     lower_excess: float = 1.0
 
 
-def grid_delta(loss: PrivacyLoss, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(lower, upper) bounds on delta(eps) of one step at each eps, P(L > eps) and Q(L > eps)."""
+def tails(loss: PrivacyLoss, at: np.ndarray, side: str) -> tuple[np.ndarray, np.ndarray]:
+    """(P(L > m), Q(L > m)) at m = ``at`` as computed, moved by the loss's argument error to the safe side: both
+    rounded up in P and down in Q (``side="upper"``: an upper bound on P(L > m) - x Q(L > m)), or the reverse."""
+    move = loss.argument_error(at)
+    sign = -1.0 if side == "upper" else 1.0
     with np.errstate(over="ignore", invalid="ignore"):
-        sf_p = np.asarray(loss.sf(eps), dtype=float)
-        sf_q = np.asarray(loss.sf_secondary(eps), dtype=float)
-        scaled = np.exp(eps) * sf_q
-        value = loss.inf_mass + sf_p - scaled
-        slack = SF_REL_ERROR * (sf_p + scaled + loss.inf_mass) + 1e-300
-    scaled_ok = np.isfinite(scaled)
-    upper = np.where(scaled_ok, np.minimum(value + slack, 1.0), 1.0)
-    lower = np.where(scaled_ok, np.maximum(value - slack, 0.0), 0.0)
-    return np.maximum(lower, 1.0 - np.exp(eps)), np.maximum(upper, 1.0 - np.exp(eps)), sf_p, sf_q
+        p = np.asarray(loss.sf(at + sign * move), dtype=float)
+        q = np.asarray(loss.sf_secondary(at - sign * move), dtype=float)
+    return p, q
+
+
+def grid_delta(loss: PrivacyLoss, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(lower, upper) bounds on delta(eps) = P(L = inf) + P(L > eps) - e^eps Q(L > eps) of one step at each eps,
+    and the tails P(L > eps) (rounded down) and Q(L > eps) (rounded up) at the lower bound."""
+    p_up, q_down = tails(loss, eps, "upper")
+    p_down, q_up = (p_up, q_down) if not np.any(loss.argument_error(eps)) else tails(loss, eps, "lower")
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled_up, scaled_down = np.exp(eps) * q_up, np.exp(eps) * q_down
+        upper = loss.inf_mass + p_up - scaled_down + SF_REL_ERROR * (p_up + scaled_down + loss.inf_mass) + 1e-300
+        lower = loss.inf_mass + p_down - scaled_up - SF_REL_ERROR * (p_down + scaled_up + loss.inf_mass) - 1e-300
+    upper = np.where(np.isfinite(scaled_down), np.minimum(upper, 1.0), 1.0)
+    lower = np.where(np.isfinite(scaled_up), np.maximum(lower, 0.0), 0.0)
+    return np.maximum(lower, 1.0 - np.exp(eps)), np.maximum(upper, 1.0 - np.exp(eps)), p_down, q_up
 
 
 def loss_variance(loss: PrivacyLoss, lower_end: float, upper_end: float) -> float:
@@ -117,9 +129,7 @@ def _tangent_values(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, sf_p: np
     point, t at l_{i-1} (always >= r at x_{i-1}), r; else the first that is >= 0 at x_i: t at l_i, the zero line.
     Then v_i = min(line_i(x_i), line_{i+1}(x_i)) puts both ends of each chord below that segment's line."""
     h = float(grid[1] - grid[0])
-    with np.errstate(over="ignore", invalid="ignore"):
-        p_mid = np.asarray(loss.sf(grid[:-1] + 0.5 * h), dtype=float)
-        q_mid = np.asarray(loss.sf_secondary(grid[:-1] + 0.5 * h), dtype=float)
+    p_mid, q_mid = tails(loss, grid[:-1] + 0.5 * h, "lower")
     inf = float(loss.inf_mass)
     finite = 1.0 - float(loss.secondary_neg_inf_mass)
 

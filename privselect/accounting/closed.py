@@ -203,9 +203,9 @@ class ClosedCurve(DirectionalCurve):
             never |= ~np.isfinite(hi)
         ok0 = (lo == 0) & (self._upper(lo) <= d)
         hi = np.where(ok0, 0.0, hi)
-        for _ in range(200):  # to a relative 1e-10 of the answer (these bounds are loose; more digits buy nothing)
+        for _ in range(200):
             mid = 0.5 * (lo + hi)
-            moving = (mid > lo) & (mid < hi) & ~never & (hi - lo > 1e-10 * hi)
+            moving = (mid > lo) & (mid < hi) & ~never
             if not moving.any():
                 break
             ok = self._upper(mid) <= d

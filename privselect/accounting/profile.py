@@ -356,13 +356,19 @@ class GaussianCurve(DirectionalCurve):
 
     def delta_bounds(self, eps):
         e = np.asarray(eps, dtype=float)
-        lower = _gaussian_delta_side(e, self.mu_lower, "lower").reshape(-1)
-        upper = _gaussian_delta_side(e, self.mu_upper, "upper").reshape(-1)
-        if upper.size > 1:  # keep both sides non-increasing in eps (still valid: delta is non-increasing)
+        return self._side(e, "lower"), self._side(e, "upper")
+
+    def delta_upper(self, eps) -> np.ndarray:
+        """The upper end of ``delta_bounds`` alone (half the work: the closed-form member needs no lower end)."""
+        return self._side(np.asarray(eps, dtype=float), "upper")
+
+    def _side(self, e: np.ndarray, side: str) -> np.ndarray:
+        values = _gaussian_delta_side(e, self.mu_upper if side == "upper" else self.mu_lower, side).reshape(-1)
+        if values.size > 1:  # keep each side non-increasing in eps (still valid: delta is non-increasing)
             order = np.argsort(e.reshape(-1), kind="stable")
-            upper[order] = np.maximum.accumulate(upper[order][::-1])[::-1]
-            lower[order] = np.minimum.accumulate(lower[order])
-        return lower.reshape(e.shape), upper.reshape(e.shape)
+            values[order] = (np.maximum.accumulate(values[order][::-1])[::-1] if side == "upper"
+                             else np.minimum.accumulate(values[order]))
+        return values.reshape(e.shape)
 
     def delta_estimate(self, eps):
         return _gaussian_delta_side(np.asarray(eps, dtype=float), self.mu, "estimate")

@@ -562,7 +562,10 @@ def _keeps_generator(recorder, params, score):
 
 def _operator_interrupts(recorder, params, score):
     if recorder.calls == 5:
-        signal.raise_signal(signal.SIGINT)  # the operator's Ctrl-C, arriving inside a run
+        # the operator's Ctrl-C, arriving inside a run: Python's default SIGINT handler raises KeyboardInterrupt in
+        # the main thread's running frame, here. Raised directly, so the test does not depend on the worker's signal
+        # state (signal.raise_signal under pytest-xdist was delivered after the run in 2 of 4 fresh-clone runs)
+        raise KeyboardInterrupt
     return score, SECRET_OUTPUT
 
 

@@ -135,6 +135,7 @@ def exact_atomic_delta(mechanism, steps: int, eps: float) -> float:
     return out
 
 
+@pytest.mark.slow  # 15 exact binomial sums (~9 s); the fast tier keeps the atom property test of test_cf.py
 @settings(max_examples=15, deadline=None)
 @given(st.floats(0.55, 0.95), st.one_of(st.just(1.0), st.floats(0.01, 0.5)), st.integers(1, 300),
        st.floats(0.0, 3.0))

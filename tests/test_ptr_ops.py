@@ -130,6 +130,7 @@ def test_hockey_stick_matches_monte_carlo_d3():
             assert abs(formula - mc) < 5 * se + 1e-4, (eps, which, formula, mc, se)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_renyi_closed_forms_match_quadrature():
     for mu, rho in ((0.05, 0.7), (0.3, 2.0), (0.01, 5.0)):
         p = stats.norm(rho, math.sqrt(mu))  # u under the posterior on S

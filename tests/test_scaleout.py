@@ -132,7 +132,7 @@ def _peak_driver_allocation(k_mean: float, backend: str, directory) -> tuple[int
     return len(trainers.calls(directory)), peak
 
 
-@pytest.mark.parametrize("backend", ["loky", "dask"])
+@pytest.mark.parametrize("backend", ["loky", pytest.param("dask", marks=pytest.mark.slow)])  # dask: ~3.3 s
 def test_driver_memory_is_flat_in_k_with_large_outputs(backend, request, tmp_path):
     if backend == "dask":
         request.getfixturevalue("dask_client")
@@ -204,6 +204,7 @@ def test_a_loky_worker_killed_mid_tuning_gives_the_undisturbed_result(tmp_path, 
     assert set(calls) == set(undisturbed.calls)  # the same candidates (same seeds), nothing new drawn
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_a_dask_worker_killed_mid_tuning_gives_the_undisturbed_result(tmp_path, undisturbed, dask_client):
     worker_pids = set(dask_client.run(os.getpid).values())
     result, killed = _run_with_a_killed_worker(tmp_path, "dask")

@@ -101,6 +101,7 @@ def test_shifts_of_many_laws_match_a_dense_scan_of_each_theorem():
         assert sel.shift == pytest.approx(scan.min(), rel=1e-7, abs=tol)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_selection_epsilons_of_100_means_equal_the_certificates():
     """One built profile, 100 K means at once: exactly the eps of each law's certificate (bound="profile")."""
     profile = ps.privacy_profile(ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(2000))

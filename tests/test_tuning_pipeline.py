@@ -133,6 +133,7 @@ def test_pipeline_options_are_validated():
         _tuner(final=ps.FinalRun(_final, RUN), reveal_k=True)
 
 
+@pytest.mark.slow  # seconds per case, measured: the slow tier runs it
 def test_private_study_final_run():
     from privselect.integrations.optuna import PrivateStudy
 

@@ -150,7 +150,7 @@ def test_dpsgd_tiny_deltas_are_answered_by_default():
     # and eps(1e-15) >= eps(1e-10) >= the lower references above
     rdp = ps.privacy_profile(mechanism, accountant="rdp").epsilon(1e-15)
     assert upper[0] < lower[1] <= upper[1] <= rdp
-    assert set(prof.epsilon_source(np.array([1e-10, 1e-15]))) <= {"prv", "cf", "cf(fine)"}
+    assert set(prof.epsilon_source(np.array([1e-10, 1e-15]))) <= {"pld", "prv", "cf", "cf(fine)"}
 
 
 def test_no_raw_overflow_at_vanishing_noise_and_extreme_epsilon():

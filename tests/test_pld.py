@@ -210,3 +210,30 @@ def test_an_overflowing_error_term_declines_and_auto_answers_from_another_member
     prv = ps.privacy_profile(m, accountant="prv").delta(eps)
     assert np.all(np.isfinite(auto)) and np.all(auto <= prv * (1 + 1e-9) + 1e-12)
     assert auto[0] == pytest.approx(prv[0], rel=0.01)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.sampled_from(["gaussian", "subsampled", "atomic", "mixed"]), st.integers(1, 3000),
+       st.lists(st.floats(-14.0, -0.05), min_size=1, max_size=6))
+def test_direct_epsilon_bracket_is_verified_and_matches_bisection_on_the_curve(kind, steps, log_deltas):
+    """eps(delta) by the direct solve on the grid segment: its upper end is a point where the upper curve is
+    <= delta and its lower end one where the lower curve is > delta (so both are certified), and both agree
+    with a bisection on the same curves (the generic `DirectionalCurve.epsilon_bounds`) to a few ulps."""
+    from privselect.accounting.profile import DirectionalCurve
+
+    mechanism = {"gaussian": ps.Gaussian(2.0).compose(min(steps, 50)),
+                 "subsampled": ps.Gaussian(0.9).poisson_subsample(0.01).compose(steps),
+                 "atomic": ps.RandomizedResponse(0.8).poisson_subsample(0.05).compose(min(steps, 300)),
+                 "mixed": ps.compose(ps.Laplace(2.0).poisson_subsample(0.02).compose(min(steps, 200)),
+                                     ps.Gaussian(3.0).compose(3))}[kind]
+    deltas = 10.0 ** np.array(log_deltas)
+    for curve in pld(mechanism).curves:
+        low, up = curve.epsilon_bounds(deltas)
+        ref_low, ref_up = DirectionalCurve.epsilon_bounds(curve, deltas)
+        finite = np.isfinite(up)
+        assert np.array_equal(finite, np.isfinite(ref_up))
+        assert np.all(curve.delta_bounds(up[finite])[1] <= deltas[finite])
+        inside = low > -50
+        assert np.all(curve.delta_bounds(low[inside])[0] > deltas[inside])
+        assert np.allclose(up[finite], ref_up[finite], rtol=1e-13, atol=1e-13)
+        assert np.allclose(low, ref_low, rtol=1e-13, atol=1e-13)

@@ -13,7 +13,8 @@ Kamath, Kumar, Manurangsi 2022; its floor is its floating-point error, ~1e-12), 
 CF's own cap. Which of them run (chosen cheaply, never all of them blindly):
 
 1. ``exact`` if it supports the mechanism (its profile is the truth up to rounding; alone).
-2. otherwise ``closed`` and ``rdp`` answer every point first, in microseconds; a point they settle exactly
+2. otherwise ``closed`` and ``rdp`` answer every point first, in microseconds (from 1e3 compositions on,
+   ``rdp`` answers eps(delta) last: it is 5-10% looser there, and costs 15-20 ms); a point they settle exactly
    (delta = 0, eps = 0) is asked of no other member. Their answer never ends the search by itself: it is
    a loose bracket (lower end 0) wherever they do not settle the point, so the numerical members are asked
    in tiers, each built on first use by a query that the earlier tiers answer loosely or at or near their
@@ -26,8 +27,11 @@ closed-form or atomic characteristic functions):
    ============================================  =====================================================
    mechanism                                     tiers (delta(eps) | eps(delta))
    ============================================  =====================================================
-   >= 1e5 compositions                           pld, cf, prv + prv(small delta), cf(fine) (both)
-   >= 1e3 compositions, or closed-form CF        cf, pld, prv, prv(small delta), cf(fine) (both)
+   >= 1e5 compositions                           pld, cf, prv + prv(small delta), cf(fine) (both; then
+                                                 rdp, for eps(delta))
+   >= 1e3 compositions                           cf, pld, prv, prv(small delta), cf(fine) | pld, cf, prv,
+                                                 prv(small delta), cf(fine), rdp
+   closed-form CF                                cf, pld, prv, prv(small delta), cf(fine) (both)
    purely atomic (RR, pure DP; < 1e3)            cf, pld, prv, ... | as the rows below
    sum of count x rate < 1 (few sampled steps)   prv, pld, prv(small delta), cf | prv, pld,
                                                  prv(small delta), cf, cf(fine)
@@ -51,10 +55,9 @@ A query is refused only if no accountant supports the mechanism.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -64,14 +67,13 @@ from ..mechanisms import Mechanism
 from .base import Accountant, UnsupportedMechanismError, get_accountant, register_accountant
 from .cf import CF
 from .closed import ClosedBounds
+from .members import BUILD_ERRORS, LazyMember, floor_of
 from .profile import CertificationError, DirectionalCurve, ErrorBudget, PrivacyProfile
 
 __all__ = ["Auto", "MinProfile", "LazyMember"]
 
 logger = logging.getLogger(__name__)
 
-#: Errors that mean "this accountant cannot certify this mechanism here"; the next one is used.
-_BUILD_ERRORS = (ValueError, ArithmeticError, MemoryError)
 #: target_delta of the PRV profile built on demand for queries below the default PRV floor.
 _SMALL_TARGET = 1e-12
 #: delta(eps): tier i > 0 joins where the best upper delta of the earlier tiers is within
@@ -119,51 +121,6 @@ _SMALL_PRV_LOOSE_BELOW = 1_000
 _CF_FINE_MAX_WORK = 2e8
 
 
-class LazyMember:
-    """One accountant's profile of the mechanism, built on first use (or its build failure)."""
-
-    def __init__(self, name: str, build: Callable[[], PrivacyProfile], floor_hint: float = 0.0,
-                 floor_only: bool = False, eps_floor_only: bool | None = None) -> None:
-        self.name, self._build, self.floor_hint, self.floor_only = name, build, floor_hint, floor_only
-        #: for eps(delta) queries: joins only near the earlier floor (default: as for delta(eps))
-        self.eps_floor_only = floor_only if eps_floor_only is None else eps_floor_only
-        self._profile: PrivacyProfile | None = None
-        self._views: dict[str, PrivacyProfile] = {}
-        self.failure: str | None = None
-
-    @property
-    def built(self) -> bool:
-        return self._profile is not None or self.failure is not None
-
-    def get(self) -> PrivacyProfile | None:
-        if not self.built:
-            try:
-                self._profile = self._build()
-            except _BUILD_ERRORS as exc:  # cannot certify here: the other members answer
-                self.failure = f"{type(exc).__name__}: {exc}"
-                logger.debug("auto: %s accountant failed: %s", self.name, self.failure)
-        return self._profile
-
-    def view(self, direction: str) -> PrivacyProfile | None:
-        """The profile restricted to one neighbouring direction, where it has a curve of its own
-        (else the whole profile: its max over directions bounds each direction)."""
-        profile = self.get()
-        if profile is None or direction == "both":
-            return profile
-        if direction not in self._views:
-            curves = tuple(c for c in profile.curves if c.direction == direction)
-            self._views[direction] = dataclasses.replace(profile, curves=curves) if curves else profile
-        return self._views[direction]
-
-
-def _floor_of(profile: PrivacyProfile) -> float:
-    """The member's smallest certifiable delta (1 if even its error budget cannot be computed)."""
-    try:  # per curve: CF's error_budget evaluates its terms at reference points (seconds)
-        return max(c.min_delta for c in profile.curves)
-    except _BUILD_ERRORS:
-        return 1.0
-
-
 class PointwiseMinCurve(DirectionalCurve):
     """min over members of the upper bounds, max of the lower bounds, in one neighbouring direction
     (``"both"``: each member's max over directions).
@@ -176,9 +133,12 @@ class PointwiseMinCurve(DirectionalCurve):
     """
 
     def __init__(self, delta_tiers: list[list[LazyMember]], eps_tiers: list[list[LazyMember]],
-                 direction: str = "both", first: Sequence[LazyMember] = ()) -> None:
+                 direction: str = "both", first: Sequence[LazyMember] = (),
+                 eps_first: Sequence[LazyMember] | None = None) -> None:
         self.direction = direction
         self.first = list(first)
+        #: the members that answer every eps(delta) point first (default: ``first``)
+        self.eps_first = self.first if eps_first is None else list(eps_first)
         self.delta_tiers = [list(tier) for tier in delta_tiers if tier]
         self.eps_tiers = [list(tier) for tier in eps_tiers if tier]
         self._hints = {m.name: m.floor_hint for m in self.members}
@@ -202,7 +162,7 @@ class PointwiseMinCurve(DirectionalCurve):
                 continue
             try:
                 budgets.append((name, p.error_budget))
-            except _BUILD_ERRORS:
+            except BUILD_ERRORS:
                 continue
         if not budgets:
             return ErrorBudget(eps_error=math.inf, delta_error=math.inf, min_delta=1.0)
@@ -223,11 +183,11 @@ class PointwiseMinCurve(DirectionalCurve):
 
     # -- the table of member brackets ------------------------------------------------------
 
-    def _table(self, tiers, query: np.ndarray, bracket, trivial, near_floor, settled,
+    def _table(self, first, tiers, query: np.ndarray, bracket, trivial, near_floor, settled,
                skip_below_hint: bool = False) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Names, lower and upper brackets of the members that the query needs, tier by tier.
 
-        The closed-form members (``self.first``, microseconds) answer every point first; a point whose
+        The closed-form members (``first``, microseconds) answer every point first; a point whose
         bracket they already settle (``settled``: e.g. delta = 0 beyond the pure epsilon, or eps = 0)
         is asked of no other member, and where every point is settled no other member is built.
         A member is evaluated only at the points that need it; elsewhere, and where its query fails
@@ -245,13 +205,13 @@ class PointwiseMinCurve(DirectionalCurve):
                     sub_low, sub_up = bracket(name, prof, flat[mask], mask)
                     low, up = np.array(low, dtype=float), np.array(up, dtype=float)
                     low[mask], up[mask] = np.reshape(sub_low, -1), np.reshape(sub_up, -1)
-                except _BUILD_ERRORS as exc:
+                except BUILD_ERRORS as exc:
                     logger.debug("auto: %s accountant failed at query time: %s", name, exc)
             return name, low, up
 
         everywhere = np.ones(flat.shape, bool)
         rows: list[tuple[str, np.ndarray, np.ndarray]] = [row(name, prof, everywhere)
-                                                          for name, prof in self._profiles(self.first)]
+                                                          for name, prof in self._profiles(first)]
         open_ = ~settled(rows) if rows else everywhere
         earlier: list[LazyMember] = []
         skipped = False
@@ -270,7 +230,7 @@ class PointwiseMinCurve(DirectionalCurve):
                     continue
             if earlier:
                 asked = [m for m in earlier if m.built]  # members passed over (floor above the answer) are not built
-                complete = len(rows) > len(self.first) and not skipped and all(m.get() is not None for m in asked)
+                complete = len(rows) > len(first) and not skipped and all(m.get() is not None for m in asked)
                 skipped = False
                 needed = (near_floor(flat, rows, self._floor(asked), i) if complete else everywhere) & open_
                 if not np.any(needed):
@@ -329,7 +289,7 @@ class PointwiseMinCurve(DirectionalCurve):
     def _effective_floor(self, name: str, prof: PrivacyProfile) -> float:
         """The member's floating-point floor, and at least its hint (so that whether it answers at a
         delta never depends on whether an earlier query built it)."""
-        return max(_floor_of(prof), self._hints.get(name, 0.0))
+        return max(floor_of(prof), self._hints.get(name, 0.0))
 
     def _floor(self, members: list[LazyMember]) -> float:
         """The lowest positive floor among ``members`` (inf if none has one)."""
@@ -351,7 +311,7 @@ class PointwiseMinCurve(DirectionalCurve):
         def settled(rows):  # delta = 0 (e.g. beyond the pure epsilon): no member can say less
             return np.min([r[2] for r in rows], axis=0) <= 0.0
 
-        return self._table(self.delta_tiers, e, lambda name, prof, q, mask: prof.delta_bounds(q),
+        return self._table(self.first, self.delta_tiers, e, lambda name, prof, q, mask: prof.delta_bounds(q),
                            lambda q: (np.zeros(q.shape), np.ones(q.shape)), near_floor, settled)
 
     def delta_bounds(self, eps):
@@ -404,7 +364,7 @@ class PointwiseMinCurve(DirectionalCurve):
         def bracket(name, prof, q, mask):
             return self._eps_of(name, prof, q, None if above is None else above[mask])
 
-        return self._table(self.eps_tiers, d, bracket, lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
+        return self._table(self.eps_first, self.eps_tiers, d, bracket, lambda q: (np.full(q.shape, -np.inf), np.full(q.shape, np.inf)),
                            needs_next, settled, skip_below_hint=True)
 
     @staticmethod
@@ -512,10 +472,14 @@ class Auto(Accountant):
     #: From this many compositions on, PRV's grid (which grows with the count) costs more than CF
     #: (whose cost barely does): CF answers first, and the PRV profiles are the fallback tier.
     many_compositions = (("pld",), ("cf",), ("prv", "prv(small delta)"), ("cf(fine)",))
-    #: eps(delta) queries from 1e3 compositions on (and for closed-form mechanisms): PRV's grid (and build time) grows with the count
-    #: (DP-SGD, 14063 steps: 0.8 s), CF's per-query cost does not (0.2 s, and its relative precision
-    #: makes it the tighter of the two there); the PRVs join where CF's bracket is loose or near its floor.
-    eps_tiers_many = (("cf",), ("pld",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
+    #: eps(delta) queries from 1e3 compositions on: PRV's grid (and build time) grows with the count (DP-SGD,
+    #: 14063 steps: 0.8 s); pld's barely does (one FFT; its mesh follows the loss deviation) and its query is a
+    #: direct solve: DP-SGD in 0.05 s, within 0.04% of CF (0.10-0.15 s for its two directions), which joins
+    #: where pld's bracket is loose or near its floor, and the PRVs after it.
+    eps_tiers_many = (("pld",), ("cf",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
+    #: eps(delta) queries for closed-form characteristic functions (fewer than 1e3 compositions): CF first (its
+    #: relative precision makes it the tightest there; 200 x Laplace in 0.05 s), the others where it is loose.
+    eps_tiers_closed_form = (("cf",), ("pld",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
     #: eps(delta) queries where a record takes part in fewer than one step on average: the composed phi
     #: barely decays, so CF's grids are long (10-20 s for 1-10 steps at q <= 0.01, and its bracket is
     #: loose), while the small-delta PRV takes 0.01-0.3 s: the small-delta PRV first, CF where its
@@ -574,8 +538,10 @@ class Auto(Accountant):
         closed_form = cf is not None and cf.closed_form(mechanism)
         if compositions >= _CF_FIRST_FROM:
             delta_tiers, eps_tiers = tiers(self.many_compositions), tiers(self.many_compositions)
-        elif compositions >= _CF_FIRST_FOR_EPS_FROM or closed_form:
+        elif compositions >= _CF_FIRST_FOR_EPS_FROM:
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers_many)
+        elif closed_form:
+            delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers_closed_form)
         elif cf is not None and cf.sampled_steps(mechanism) < _CF_LAST_FOR_EPS_BELOW:
             delta_tiers, eps_tiers = tiers(self.delta_tiers), tiers(self.eps_tiers_few)
         else:
@@ -584,8 +550,15 @@ class Auto(Accountant):
                 compositions >= _CF_FIRST_FOR_EPS_FROM or closed_form or cf.atomic(mechanism)):
             delta_tiers = tiers(self.delta_tiers_cf_first)
         first = [lazy[name] for name in self.first if name in lazy]
+        eps_first = None
+        if compositions >= _CF_FIRST_FOR_EPS_FROM and "rdp" in lazy:
+            # From 1e3 compositions on, RDP's eps is 5-10% above the numerical members' and its curve costs
+            # 15-20 ms on a subsampled Gaussian (a third of DP-SGD's whole query): it answers eps(delta) last.
+            eps_first = [m for m in first if m.name != "rdp"]
+            eps_tiers = eps_tiers + [[lazy["rdp"]]]
         directions = ("both",) if mechanism.is_symmetric else ("remove", "add")
-        curves = tuple(PointwiseMinCurve(delta_tiers, eps_tiers, direction, first) for direction in directions)
+        curves = tuple(PointwiseMinCurve(delta_tiers, eps_tiers, direction, first, eps_first)
+                       for direction in directions)
         names = tuple(m.name for m in curves[0].members)
         return MinProfile(curves=curves, accountant="auto", mechanism=mechanism,
                           description="pointwise best of " + ", ".join(names),

@@ -48,6 +48,38 @@ class _Sums:
         rounding = np.where(np.isfinite(rounding), rounding, np.inf)
         return np.maximum(value, 0.0), rounding
 
+    def crossing(self, segment: np.ndarray, level: np.ndarray, side: str) -> np.ndarray:
+        """Where the main terms of the curve equal ``level`` on the segment left of grid point ``segment``
+        (there ``first == segment``): s0 (1 + r) - e^eps s1 (1 - r) = level (``side="upper"``, r the
+        rounding factor) or s0 (1 - r) - e^eps s1 (1 + r) = level (``"lower"``). An estimate of the root
+        (a candidate for `PLDCurve` to verify)."""
+        r = self.rounding if side == "upper" else -self.rounding
+        s0, s1 = self.s0[segment], self.s1[segment]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ratio = (s0 * (1 + r) - level) / (s1 * (1 - r))
+            return np.log(ratio.astype(float))
+
+
+#: Candidates tried on the safe side of a segment's root (4 x 16^i ulps, i < _NUDGES) before its verified end.
+_NUDGES = 8
+#: Knots per block of the two-level search in `_first_at_or_below`.
+_STRIDE = 256
+
+
+def _first_at_or_below(curve, knots: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Per delta, the index of the first knot where the (non-increasing) curve is <= delta (``knots.size`` if
+    none): every `_STRIDE`-th knot first, then the knots of the block where that crosses delta."""
+    coarse = np.unique(np.concatenate([np.arange(0, knots.size, _STRIDE), [knots.size - 1]]))
+    kc = np.searchsorted(-curve(knots[coarse]), -delta, side="left")
+    out = np.where(kc == 0, 0, knots.size)
+    inside = (kc > 0) & (kc < coarse.size)
+    if inside.any():
+        start, stop = coarse[kc[inside] - 1] + 1, coarse[kc[inside]]
+        index = np.minimum(start[:, None] + np.arange(_STRIDE)[None, :], stop[:, None])
+        at_or_below = curve(knots[index]) <= delta[inside][:, None]
+        out[inside] = np.where(at_or_below.any(axis=1), start + np.argmax(at_or_below, axis=1), stop)
+    return out
+
 
 class PLDCurve(DirectionalCurve):
     """H_{e^eps} of one direction: between the optimistic and the pessimistic composed laws (`pld` docstring)."""
@@ -71,6 +103,52 @@ class PLDCurve(DirectionalCurve):
             details=tuple(details) + (("delta_upper_tail_above", upper.above), ("delta_upper_fp_fft", upper.fp),
                                       ("delta_lower_tails", lower.above + lower.below),
                                       ("delta_lower_fp_fft", lower.fp), ("points", float(upper.pmf.size))))
+
+    def epsilon_bounds(self, delta):
+        """The bracket on eps(delta) by a direct solve on each curve's grid segment, verified.
+
+        Each side's curve is evaluated at the grid points (one vectorised pass), which locates the segment
+        where it crosses delta; there its main terms are s0 - e^eps s1 with s0, s1 fixed, solved in closed form
+        (`_Sums.crossing`), and the root, moved a few ulps to the safe side, is checked on the curve itself: a
+        point where the upper curve is <= delta is an upper bound on eps(delta), one where the lower curve is
+        > delta a lower bound (the curves bracket the true, non-increasing delta(eps)). A root that fails its
+        check falls back to the segment's verified end (at most one mesh step looser)."""
+        d = np.asarray(delta, dtype=float)
+        flat = d.reshape(-1)
+        lower = self._solve(lambda e: self.delta_bounds(e)[0], self._low, flat, "lower")
+        upper = self._solve(lambda e: self.delta_bounds(e)[1], self._up, flat, "upper")
+        return lower.reshape(d.shape), upper.reshape(d.shape)
+
+    def _solve(self, curve, sums: _Sums, delta: np.ndarray, side: str) -> np.ndarray:
+        """The upper (``side="upper"``: curve(eps) <= delta) or lower (curve(eps) > delta) end of eps(delta)
+        on ``curve`` (``invert_curve``'s conventions: -50 where the curve is below delta there, +inf where it
+        never drops to delta)."""
+        lo, hi = -50.0, 1.0e4
+        knots = np.concatenate([[lo], sums.loc[(sums.loc > lo) & (sums.loc < hi)].astype(float), [hi]])
+        k = _first_at_or_below(curve, knots, delta)
+        never, below_lo = k >= knots.size, k == 0
+        k = np.clip(k, 1, knots.size - 1)
+        left, right = knots[k - 1], knots[k]
+        segment = np.searchsorted(sums.loc, left, side="right")  # `first` on (left, right)
+        # the root of the main terms, moved to the safe side by 4, 64, ... ulps (the curve's own rounding can
+        # exceed a few ulps of eps where s0 and e^eps s1 nearly cancel): the closest candidate that checks
+        steps = 4.0 * 16.0 ** np.arange(_NUDGES)
+        if side == "upper":
+            root = sums.crossing(segment, delta - float(self.upper_extra) - 1e-300, "upper")
+            guess = root[:, None] + steps[None, :] * (np.spacing(np.abs(root)) + 1e-300)[:, None]
+            guess = np.clip(np.where(np.isfinite(guess), guess, right[:, None]), left[:, None], right[:, None])
+            good = curve(guess) <= delta[:, None]
+            fallback = right
+        else:
+            root = sums.crossing(segment, delta * self.lower_factor + float(self.lower_less) + 1e-300, "lower")
+            guess = root[:, None] - steps[None, :] * (np.spacing(np.abs(root)) + 1e-300)[:, None]
+            guess = np.clip(np.where(np.isfinite(guess), guess, left[:, None]), left[:, None], right[:, None])
+            good = curve(guess) > delta[:, None]
+            fallback = left
+        first = np.argmax(good, axis=1)
+        out = np.where(good.any(axis=1), guess[np.arange(delta.size), first], fallback)
+        out = np.where(below_lo, lo, out)
+        return np.where(never, np.inf, out)
 
     def delta_bounds(self, eps):
         e = np.asarray(eps, dtype=float)

@@ -35,6 +35,8 @@ ETA = 1e-24
 #: Largest number of long-double terms (frequencies x window points) the direct sums may take.
 DIRECT_BUDGET = 1e6
 _TWO_PI = 8 * np.arctan(np.longdouble(1))
+#: Below this log, e^x is 0 in double precision (the smallest subnormal is e^-744.4).
+_UNDERFLOW = -746.0
 
 
 def _exact_sum(values: np.ndarray) -> tuple[float, np.longdouble]:
@@ -79,19 +81,23 @@ def compose_fast(parts: Sequence[tuple[np.ndarray, int, int]], n: int) -> tuple[
     # float64 path: composed |X^| and its error bound at every frequency
     log_abs = np.zeros(n // 2 + 1)
     log_abs_err = np.zeros(n // 2 + 1)
-    phase = np.zeros(n // 2 + 1)
     k_err = 0.0
     with np.errstate(divide="ignore"):
         for spec, mass, (_, _, k) in zip(specs, masses, parts):
             absval = np.abs(spec)
             log_abs += k * np.log(absval)
             log_abs_err += (k - 1) * np.log(absval + e_step * mass)
-            phase += k * np.angle(spec)
             k_err += k * e_step * mass
-    modulus = np.exp(log_abs)
-    bound = k_err * np.exp(log_abs_err) + ((2 + math.pi) * k_total + 200) * 2 * UNIT * modulus
+    # where both the modulus and its error term underflow (most frequencies of a long composition), the
+    # composed entry is 0 with error 0: the phases and exponentials are taken only at the others
+    live = np.flatnonzero((log_abs > _UNDERFLOW) | (log_abs_err + math.log(max(k_err, 1e-300)) > _UNDERFLOW))
+    modulus = np.exp(log_abs[live])
+    phase = sum(k * np.angle(spec[live]) for spec, (_, _, k) in zip(specs, parts))
+    bound = np.zeros(n // 2 + 1)
+    bound[live] = k_err * np.exp(log_abs_err[live]) + ((2 + math.pi) * k_total + 200) * 2 * UNIT * modulus
     accurate = np.flatnonzero(bound > ETA)
-    composed = modulus * np.exp(1j * phase)
+    composed = np.zeros(n // 2 + 1, dtype=complex)
+    composed[live] = modulus * np.exp(1j * phase)
     err = bound.copy()
     if accurate.size:
         result = _accurate(parts, accurate, n, e_step)

@@ -24,11 +24,13 @@ def _inverse_subsampling_map(y: np.ndarray, rate: float) -> np.ndarray:
     """
     y = np.asarray(y, dtype=float)
     floor = math.log1p(-rate) if rate < 1 else -math.inf
+    out = np.where(y <= floor, -np.inf, np.nan)  # NaN stays NaN
+    large = y > 1.0
+    small = (y > floor) & ~large  # each formula only where it is the one taken
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        small = np.log1p(np.expm1(np.minimum(y, 1.0)) / rate)
-        large = y - math.log(rate) + np.log1p(-(1 - rate) * np.exp(-np.maximum(y, 1.0)))
-    out = np.where(y > 1.0, large, small)
-    return np.where(y <= floor, -np.inf, out)
+        out[small] = np.log1p(np.expm1(y[small]) / rate)
+        out[large] = y[large] - math.log(rate) + np.log1p(-(1 - rate) * np.exp(-y[large]))
+    return out
 
 
 def _subsampling_map(base_loss: np.ndarray, rate: float) -> np.ndarray:

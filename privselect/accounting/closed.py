@@ -230,8 +230,7 @@ class ClosedCurve(DirectionalCurve):
 
     def _itp(self, d, lo, hi, up_lo, up_hi, active):
         """Narrows [lo, hi] (upper(lo) > d >= upper(hi)) to 64 ulps by the ITP method (Oliveira, Takahashi
-        2020, ACM TOMS 47(1), Thm 2.1 and 2.3: never more evaluations than bisection plus one, superlinear on a
-        smooth root) on f = log upper - log d; the bisection after it gives the last bits. Each point is kept
+        2020, ACM TOMS 47(1): at most bisection's evaluations plus one, superlinear on a smooth root) on f = log upper - log d; the bisection after it gives the last bits. Each point is kept
         as lo or hi by its evaluated value, so the bracket stays valid whatever f does."""
         with np.errstate(divide="ignore", invalid="ignore"):
             log_d = np.log(d)

@@ -196,12 +196,15 @@ def test_a_loose_closed_form_answer_does_not_end_the_search_at_tiny_delta():
     assert closed > 50 * up
 
 
-@pytest.mark.xfail(strict=True, reason="no member certifies below ~1e-13 here: CF's characteristic function of a "
-                   "subsampled Laplace is an estimate only, PRV's and pld's floors are 1e-13-1e-12, RDP cannot "
-                   "read ApproxDP; the closed-form answer (25.0) stands, 7x above CF's estimate (3.534)")
-def test_default_is_tight_at_tiny_delta_when_only_the_closed_form_certifies():
+def test_default_is_tight_at_tiny_delta_where_no_plain_member_certifies():
+    """ApproxDP with subsampled Laplace at delta 1e-15: below PRV's and pld's floors, CF's characteristic function
+    of a subsampled Laplace is an estimate and RDP cannot read ApproxDP; the closed form gave 25.0, 7x above
+    CF's estimate. The tilted pld certifies within 0.05% of that estimate (in about 3 s of CPU)."""
     mechanism = ps.compose(ps.ApproxDP(0.01, 1e-19).compose(2000), ps.Laplace(3.0).poisson_subsample(0.01).compose(500))
     delta = 1.03e-15
     estimate = ps.privacy_profile(mechanism, accountant="cf")  # uncertified: an estimate of eps(delta)
     assert not estimate.certified
-    assert ps.privacy_profile(mechanism).epsilon_bounds(delta)[1] <= 1.01 * estimate.epsilon_bounds(delta)[1]
+    profile = ps.privacy_profile(mechanism)
+    # the tilted pld answers (3.5358; closed-form 25.0): CF's estimate is 3.5341, uncertified
+    assert profile.epsilon_bounds(delta)[1] <= 1.01 * estimate.epsilon_bounds(delta)[1]
+    assert profile.epsilon_source(delta) == "pld(small delta)"

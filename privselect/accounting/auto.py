@@ -117,6 +117,8 @@ _CF_LAST_FOR_EPS_BELOW = 1.0
 #: there, and is tightest for a subsampled Laplace at small delta (164 steps, q = 1.5e-4, delta = 2.7e-12: 0.5 s,
 #: 0.2% below pld). From 1e3 steps on its build costs seconds (10^6 steps: 9 s, 0.9 GB): only near the floor.
 _SMALL_PRV_LOOSE_BELOW = 1_000
+#: target_delta of the tilted pld member (``PLDAccountant(target_delta=...)``), asked below the other floors.
+_PLD_SMALL_TARGET = 1e-15
 #: Work cap of the fine CF member (CF alone's default), tried last where the capped CF's bracket is loose.
 _CF_FINE_MAX_WORK = 2e8
 
@@ -465,7 +467,7 @@ class Auto(Accountant):
     first = ("closed", "rdp")
     #: Members that lower the floor but hardly narrow a bracket above it: for delta(eps) they are asked
     #: only near the earlier members' floor (``PointwiseMinCurve._table``).
-    floor_only = ("prv(small delta)",)
+    floor_only = ("prv(small delta)", "pld(small delta)")
     delta_tiers = (("prv",), ("pld",), ("prv(small delta)",), ("cf",))
     #: eps(delta) otherwise: CF (0.3-1 s CPU here) before pld (2-4 s): the seed-31031 sweep's 4.1 s -> 1.1 s.
     eps_tiers = (("prv",), ("cf",), ("pld",), ("prv(small delta)",), ("cf(fine)",))
@@ -508,6 +510,9 @@ class Auto(Accountant):
         small = dict(per["prv"], target_delta=min(_SMALL_TARGET, per["prv"].get("target_delta", 1.0)))
         small.pop("delta_error", None)
         self._members["prv(small delta)"] = get_accountant("prv", **small)
+        # pld with its laws tilted towards delta ~ 1e-15: relative precision far below every other floor, asked
+        # last and only there (ApproxDP with subsampled Laplace at delta 1e-15: 3.536 against closed's 25.0)
+        self._members["pld(small delta)"] = get_accountant("pld", **{**per["pld"], "target_delta": _PLD_SMALL_TARGET})
         # CF at its own default work cap, where the capped CF above leaves a loose bracket (few subsampled
         # steps at small delta: 560 steps at q = 0.0017, delta = 1e-14, bracket [0.14, 1.75] -> [0.9586, 0.9588]).
         fine = {**per["cf"], "max_work": max(_CF_FINE_MAX_WORK, per["cf"]["max_work"])}
@@ -528,9 +533,11 @@ class Auto(Accountant):
         lazy = {name: self._lazy(name, mechanism, compositions) for name in usable}
 
         def tiers(names_by_tier: tuple[tuple[str, ...], ...]) -> list[list[LazyMember]]:
-            if "prv" not in usable:  # no PRV: every supported accountant at once (the fine CF last)
-                merged = tuple(dict.fromkeys(n for n in sum(names_by_tier, ()) if n != "cf(fine)"))
-                names_by_tier = (merged, ("cf(fine)",))
+            names_by_tier = names_by_tier + (("pld(small delta)",),)
+            if "prv" not in usable:  # no PRV: every supported accountant at once (the fine CF and tilted pld last)
+                last = ("cf(fine)", "pld(small delta)")
+                merged = tuple(dict.fromkeys(n for n in sum(names_by_tier, ()) if n not in last))
+                names_by_tier = (merged,) + tuple((n,) for n in last)
             return [[lazy[name] for name in tier if name in lazy] for tier in names_by_tier]
 
         member = self._members.get("cf") if "cf" in usable else None
@@ -569,4 +576,4 @@ class Auto(Accountant):
         floor_only = name in self.floor_only
         return LazyMember(name, lambda: accountant.profile(mechanism), accountant.floor_hint(),
                           floor_only=floor_only,
-                          eps_floor_only=floor_only and compositions >= _SMALL_PRV_LOOSE_BELOW)
+                          eps_floor_only=floor_only and (name != "prv(small delta)" or compositions >= _SMALL_PRV_LOOSE_BELOW))

@@ -31,6 +31,7 @@ from ..prv.interface import find_tails
 from .compose import compose, part_log_mgfs, window
 from .curve import PLDCurve
 from .discretise import discretise, loss_variance
+from .tilted import tilt_for, tilted_curve
 
 __all__ = ["PLDAccountant", "PLD", "pld_profile", "readable_losses"]
 
@@ -66,14 +67,24 @@ class PLDAccountant:
         Largest FFT size and largest grid of one step; past it the accountant declines (CertificationError).
     max_memory:
         Bytes one build may allocate (estimated before allocating); past it it declines. Default 2 GB.
+    target_delta:
+        ``None``: the plain composition (floor ~1e-13, its floating-point error). A delta: the laws are
+        exponentially tilted towards the eps where delta is about this (`tilted`), so the bracket keeps its
+        relative precision there, far below the plain floor (1e-15 to 1e-30 and beyond).
     """
 
     value_discretization_interval: float | None = None
     points: int = 1 << 15
     max_points: int = 1 << 22
     max_memory: float = DEFAULT_MAX_MEMORY
+    target_delta: float | None = None
 
     def __post_init__(self) -> None:
+        if self.target_delta is not None:
+            target = check.positive("target_delta", self.target_delta)
+            if not target < 1.0:
+                raise ValueError(f"target_delta must be in (0, 1), got {self.target_delta!r}")
+            object.__setattr__(self, "target_delta", target)
         if self.value_discretization_interval is not None:
             h = check.positive("value_discretization_interval", self.value_discretization_interval)
             if not 1e-8 <= h <= 1.0:
@@ -127,7 +138,8 @@ class PLDAccountant:
 
     def _curve(self, direction: str, components) -> tuple[PLDCurve, float]:
         total = sum(k for _, k in components)
-        tau = _TAIL / total
+        # per-step tail mass beyond the grid (charged at +inf): far below the target of a tilted composition
+        tau = (_TAIL if self.target_delta is None else min(_TAIL, 1e-6 * self.target_delta)) / total
         all_tails = [find_tails(loss, tau) for loss, _ in components]
         for (loss, _), tails in zip(components, all_tails):
             extent = max(abs(float(tails.lower)), abs(float(tails.upper)))
@@ -154,13 +166,17 @@ class PLDAccountant:
             raise CertificationError(f"the PLD accountant declines: the grid points' rounding, summed over {total} "
                                      f"steps, moves the composed losses by up to {shift:.3g} (>= 1e-6)")
         mgf_up, mgf_low = part_log_mgfs(ups, h), part_log_mgfs(lows, h)
+        details = (("mesh", h), ("location_shift", shift), ("lower_excess_factor", math.exp(log_excess)))
+        if self.target_delta is not None:
+            lam = tilt_for(mgf_up, self.target_delta)
+            return tilted_curve(direction, ups, lows, infs, h, shift, math.exp(log_excess), lam, mgf_up,
+                                self.max_points, self.max_memory, details), h
         a_up, b_up = window(mgf_up, _TAIL)
         a_low, b_low = window(mgf_low, _TAIL)
         a, b = min(a_up, a_low), max(b_up, b_low)
         upper = compose(ups, infs, h, a, b, self.max_points, self.max_memory, mgf_up)
         lower = compose(lows, [0.0] * len(lows), h, a, b, self.max_points, self.max_memory, mgf_low)
-        details = (("mesh", h), ("window_lower", a), ("window_upper", b), ("location_shift", shift),
-                   ("lower_excess_factor", math.exp(log_excess)))
+        details += (("window_lower", a), ("window_upper", b))
         return PLDCurve(direction, upper, lower, h, shift, details, math.exp(log_excess)), h
 
 

@@ -120,7 +120,7 @@ def compose(parts: Sequence[tuple[np.ndarray, int, int]], infs: Sequence[float],
     pmf = np.roll(pmf, -(shift % n))
     negative = float(-np.sum(pmf[pmf < 0]))
     np.maximum(pmf, 0, out=pmf)  # moves every entry towards the (non-negative) exact value
-    inf_mass = 1.0 - math.exp(sum(k * math.log1p(-w) for (_, _, k), w in zip(parts, infs))) if any(infs) else 0.0
+    inf_mass = -math.expm1(sum(k * math.log1p(-w) for (_, _, k), w in zip(parts, infs))) if any(infs) else 0.0
     above, below = tail_masses(mgfs, (j_a - 0.5) * h, (j_a + n - 0.5) * h)
     return Composed(j0=j_a, pmf=pmf, inf_mass=inf_mass, above=above, below=below, fp=max(fp, negative))
 

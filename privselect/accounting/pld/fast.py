@@ -155,11 +155,12 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float):
             d_err += (e_step + 16 * UNIT) * far_mass * (1 + 1e-12)
         d = d / total
         d_err = d_err / float(total) * (1 + 1e-12)
-        log_mod = log_total + 0.5 * np.log1p(2 * d.real + d.real ** 2 + d.imag ** 2)
-        angle = np.arctan2(d.imag, 1 + d.real)
         denominator = np.abs(1 + d).astype(float) - d_err
-        if np.any(denominator <= 0):
+        if not np.all(denominator > 0):  # the relative form gives no bound here: the long-double FFT answers
             return None
+        with np.errstate(divide="ignore"):  # |1 + d| rounded to 0: a non-finite error below, the long FFT
+            log_mod = log_total + 0.5 * np.log1p(2 * d.real + d.real ** 2 + d.imag ** 2)
+        angle = np.arctan2(d.imag, 1 + d.real)
         k_dlog += k * d_err / denominator
         # log M + log1p(.)/2 and atan2, each within a few ulps of its value; the log1p argument within 3 u of
         # 2 |Re d| + |d|^2; the product by k one more ulp: no error term of order k u alone
@@ -174,5 +175,8 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float):
     value = np.exp(log_abs) * (np.cos(phase) + 1j * np.sin(phase))
     modulus = np.abs(value).astype(float)
     rounding += 8 * LONG_UNIT * (1 + np.abs(log_abs).astype(float) + np.abs(phase).astype(float)) + UNIT
-    err = (k_dlog * np.exp(k_dlog) + rounding) * modulus * (1 + 1e-9) + 1e-300
+    with np.errstate(over="ignore", invalid="ignore"):
+        err = (k_dlog * np.exp(k_dlog) + rounding) * modulus * (1 + 1e-9) + 1e-300
+    if not np.all(np.isfinite(err)):  # no finite bound at some frequency: the long-double FFT answers
+        return None
     return value.astype(complex), err

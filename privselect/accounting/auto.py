@@ -33,11 +33,14 @@ closed-form or atomic characteristic functions):
                                                  prv(small delta), cf(fine), rdp
    closed-form CF                                cf, pld, prv, prv(small delta), cf(fine) (both)
    purely atomic (RR, pure DP; < 1e3)            cf, pld, prv, ... | as the rows below
-   sum of count x rate < 1 (few sampled steps)   prv, pld, prv(small delta), cf | prv, pld,
+   sum of count x rate < 1 (few sampled steps)   prv, pld, prv(small delta), cf | pld, prv,
                                                  prv(small delta), cf, cf(fine)
-   otherwise                                     prv, pld, prv(small delta), cf | prv, cf, pld,
+   otherwise                                     prv, pld, prv(small delta), cf | pld, prv, cf,
                                                  prv(small delta), cf(fine)
    ============================================  =====================================================
+
+   Every row ends with ``pld(small delta)`` (pld tilted towards delta ~ 1e-15: relative precision far below
+   the other floors), asked only near the earlier members' floor.
 
    Why this order (each member's cost, floor and where it is tight), and what "near" and "loose" mean in
    numbers: docs/design.md, "The default accountant". A later direction is refined by later tiers only where
@@ -469,8 +472,10 @@ class Auto(Accountant):
     #: only near the earlier members' floor (``PointwiseMinCurve._table``).
     floor_only = ("prv(small delta)", "pld(small delta)")
     delta_tiers = (("prv",), ("pld",), ("prv(small delta)",), ("cf",))
-    #: eps(delta) otherwise: CF (0.3-1 s CPU here) before pld (2-4 s): the seed-31031 sweep's 4.1 s -> 1.1 s.
-    eps_tiers = (("prv",), ("cf",), ("pld",), ("prv(small delta)",), ("cf(fine)",))
+    #: eps(delta) otherwise: pld first (one FFT per law and a direct solve; the pessimistic laws make it the
+    #: tightest member), PRV and CF where its bracket is loose or near its floor. The seed-112828 sweep's
+    #: slowest cases were PRV-first: 851 steps at q = 1.5e-4 took 3.9 s in PRV, 1.7 s in pld (0.14% tighter).
+    eps_tiers = (("pld",), ("prv",), ("cf",), ("prv(small delta)",), ("cf(fine)",))
     #: From this many compositions on, PRV's grid (which grows with the count) costs more than CF
     #: (whose cost barely does): CF answers first, and the PRV profiles are the fallback tier.
     many_compositions = (("pld",), ("cf",), ("prv", "prv(small delta)"), ("cf(fine)",))
@@ -484,9 +489,8 @@ class Auto(Accountant):
     eps_tiers_closed_form = (("cf",), ("pld",), ("prv",), ("prv(small delta)",), ("cf(fine)",))
     #: eps(delta) queries where a record takes part in fewer than one step on average: the composed phi
     #: barely decays, so CF's grids are long (10-20 s for 1-10 steps at q <= 0.01, and its bracket is
-    #: loose), while the small-delta PRV takes 0.01-0.3 s: the small-delta PRV first, CF where its
-    #: bracket is loose.
-    eps_tiers_few = (("prv",), ("pld",), ("prv(small delta)",), ("cf",), ("cf(fine)",))
+    #: loose): pld, then the PRVs (the small-delta one 0.01-0.3 s), CF where their brackets are loose.
+    eps_tiers_few = (("pld",), ("prv",), ("prv(small delta)",), ("cf",), ("cf(fine)",))
     #: delta(eps) queries where CF is cheap and tight (from 1e3 compositions on: DP-SGD's 101-point plot in
     #: 0.27 s, 0.5-2% tighter than PRV; closed-form characteristic functions; purely atomic mechanisms,
     #: randomized response or pure DP subsampled or not, whose delta is an exact sum over the enumerated

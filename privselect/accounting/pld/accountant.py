@@ -26,7 +26,7 @@ from ...mechanisms import Mechanism
 from ..base import LossAccountant, register_accountant
 from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory, require_memory
 from ..plrv import readable_losses as plrv_readable_losses
-from ..profile import PrivacyProfile
+from ..profile import DirectionalCurve, PrivacyProfile
 from ..prv.interface import find_tails
 from .compose import compose, part_log_mgfs, window
 from .curve import PLDCurve
@@ -136,7 +136,7 @@ class PLDAccountant:
         h = max(h, (b - a) / AUTO_MAX_POINTS, 1.25 * (b - a) / self.max_points)
         return min(max(h, 1e-7), 1e-2)
 
-    def _curve(self, direction: str, components) -> tuple[PLDCurve, float]:
+    def _curve(self, direction: str, components) -> tuple[DirectionalCurve, float]:
         total = sum(k for _, k in components)
         # per-step tail mass beyond the grid (charged at +inf): far below the target of a tilted composition
         tau = (_TAIL if self.target_delta is None else min(_TAIL, 1e-6 * self.target_delta)) / total
@@ -166,7 +166,8 @@ class PLDAccountant:
             raise CertificationError(f"the PLD accountant declines: the grid points' rounding, summed over {total} "
                                      f"steps, moves the composed losses by up to {shift:.3g} (>= 1e-6)")
         mgf_up, mgf_low = part_log_mgfs(ups, h), part_log_mgfs(lows, h)
-        details = (("mesh", h), ("location_shift", shift), ("lower_excess_factor", math.exp(log_excess)))
+        details: tuple[tuple[str, float], ...] = (("mesh", h), ("location_shift", shift),
+                                                  ("lower_excess_factor", math.exp(log_excess)))
         if self.target_delta is not None:
             lam = tilt_for(mgf_up, self.target_delta)
             return tilted_curve(direction, ups, lows, infs, h, shift, math.exp(log_excess), lam, mgf_up,

@@ -141,8 +141,10 @@ class _TiltedSums:
 
     def error_scale(self, eps: np.ndarray) -> np.ndarray:
         """e^{K - lam eps} (rounded up), the factor of an absolute error of the tilted law at eps."""
-        with np.errstate(over="ignore"):
-            return np.exp(self.k_log - self.lam * np.asarray(eps, dtype=float)) * (1 + 1e-12)
+        e = np.asarray(eps, dtype=float)
+        exponent = self.k_log - self.lam * e
+        with np.errstate(over="ignore"):  # the exponent's rounding, a few ulps of its terms, as a factor
+            return np.exp(exponent + 1e-15 * (abs(self.k_log) + self.lam * np.abs(e) + 1.0)) * (1 + 1e-12)
 
 
 class TiltedPLDCurve(DirectionalCurve):

@@ -107,8 +107,10 @@ def compose_bytes(n: int, components: int) -> float:
 
 
 def compose(parts: Sequence[tuple[np.ndarray, int, int]], infs: Sequence[float], h: float, a: float, b: float,
-            max_points: int, max_memory: float, mgfs: tuple[np.ndarray, np.ndarray]) -> Composed:
-    """Circular convolution of ``parts`` = (masses, i0, count) on a window covering [a, b] (module docstring)."""
+            max_points: int, max_memory: float, mgfs: tuple[np.ndarray, np.ndarray],
+            trig: dict | None = None) -> Composed:
+    """Circular convolution of ``parts`` = (masses, i0, count) on a window covering [a, b] (module docstring);
+    ``trig`` keeps the float64 path's long-double angles for the next call on the same window."""
     j_a = int(math.floor(a / h))
     needed = int(math.ceil(b / h)) - j_a + 1
     n = scipy.fft.next_fast_len(max(needed, 16), real=True)
@@ -122,7 +124,7 @@ def compose(parts: Sequence[tuple[np.ndarray, int, int]], infs: Sequence[float],
     shift = j_a - offset  # output index j holds the loss (offset + shift + j) h after rolling
     k_total = sum(k for _, _, k in parts)
     few = FFT_STAGE_ULPS * LONG_UNIT * math.log2(n) * k_total <= LONG_FIRST_ERROR
-    fast = None if few else compose_fast(parts, n)
+    fast = None if few else compose_fast(parts, n, trig)
     pmf, fp = fast if fast is not None else _compose_long(parts, n)
     pmf = np.roll(pmf, -(shift % n))
     negative = float(-np.sum(pmf[pmf < 0]))

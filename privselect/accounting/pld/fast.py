@@ -68,7 +68,8 @@ def _window(masses: np.ndarray, centre: int, target: float, widest: int) -> int:
     return min(half, widest)
 
 
-def compose_fast(parts: Sequence[tuple[np.ndarray, int, int]], n: int) -> tuple[np.ndarray, float] | None:
+def compose_fast(parts: Sequence[tuple[np.ndarray, int, int]], n: int,
+                 trig: dict | None = None) -> tuple[np.ndarray, float] | None:
     """(pmf of the circular convolution on n points, before the roll; its l1 error bound), or None where the
     direct sums would exceed `DIRECT_BUDGET` or a law is longer than the window (then `compose` runs)."""
     if any(m.size > n for m, _, _ in parts):
@@ -100,7 +101,7 @@ def compose_fast(parts: Sequence[tuple[np.ndarray, int, int]], n: int) -> tuple[
     composed[live] = modulus * np.exp(1j * phase)
     err = bound.copy()
     if accurate.size:
-        result = _accurate(parts, accurate, n, e_step)
+        result = _accurate(parts, accurate, n, e_step, {} if trig is None else trig)
         if result is None:
             return None
         composed[accurate], err[accurate] = result
@@ -112,7 +113,21 @@ def compose_fast(parts: Sequence[tuple[np.ndarray, int, int]], n: int) -> tuple[
     return pmf, fp
 
 
-def _accurate(parts, freqs: np.ndarray, n: int, e_step: float):
+def _angles(j: np.ndarray, half: int, n: int, trig: dict) -> tuple[np.ndarray, np.ndarray]:
+    """sin^2(theta_j m / 2) and sin(theta_j m), m = 1..half, in long double, with theta_j m reduced to (-pi, pi]
+    exactly in integers; kept in ``trig`` for the next law on the same frequencies (the optimistic law after
+    the pessimistic one)."""
+    key = (n, half, j.tobytes())
+    if key not in trig:
+        r = (j[:, None] * np.arange(1, half + 1, dtype=np.int64)[None, :]) % n
+        r = np.where(r > n // 2, r - n, r)
+        alpha = _TWO_PI * r.astype(np.longdouble) / n
+        trig.clear()  # one entry: the memory of one law's angles
+        trig[key] = (np.sin(alpha / 2) ** 2, np.sin(alpha))
+    return trig[key]
+
+
+def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict):
     """(composed spectrum, error bound) at ``freqs`` from the centred long-double form (module docstring)."""
     budget_per_law = DIRECT_BUDGET / (len(parts) * freqs.size)
     if budget_per_law < 64:
@@ -136,18 +151,17 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float):
         high, low = _exact_sum(masses)
         total = np.longdouble(high) + low
         log_total = np.log(np.longdouble(high)) + np.log1p(low / np.longdouble(high))  # relative to its value
-        # near part, direct: angles theta_j (l - c) reduced to (-pi, pi] exactly in integers
-        offsets = np.arange(lo, hi, dtype=np.int64) - centre
-        r = (j[:, None] * offsets[None, :]) % n
-        r = np.where(r > n // 2, r - n, r)
-        alpha = _TWO_PI * r.astype(np.longdouble) / n
-        half_sin = np.sin(alpha / 2)
-        w = near.astype(np.longdouble)[None, :]
-        re_t = -2 * w * half_sin ** 2
-        im_t = -w * np.sin(alpha)
+        # near part, direct, the offsets +m and -m paired: sum_m -2 (p_+m + p_-m) sin^2(theta m / 2)
+        # - i (p_+m - p_-m) sin(theta m), m = 1..half (the pair's sum and difference one more rounding each)
+        sin_half_sq, sin_full = _angles(j, half, n, trig)
+        m = np.arange(1, half + 1)
+        plus = np.where(centre + m < hi, masses[np.minimum(centre + m, masses.size - 1)], 0.0).astype(np.longdouble)
+        minus = np.where(centre - m >= lo, masses[np.maximum(centre - m, 0)], 0.0).astype(np.longdouble)
+        re_t = -2 * (plus + minus)[None, :] * sin_half_sq
+        im_t = -(plus - minus)[None, :] * sin_full
         d = np.sum(re_t, axis=1) + 1j * np.sum(im_t, axis=1)
-        size = near.size
-        d_err = (size + 12) * LONG_UNIT * np.sum(np.abs(re_t) + np.abs(im_t), axis=1).astype(float)
+        size = half
+        d_err = (size + 16) * LONG_UNIT * np.sum(np.abs(re_t) + np.abs(im_t), axis=1).astype(float)
         if far_mass > 0:
             far_spec = scipy.fft.rfft(far, n)[freqs]
             rot = np.exp(2j * np.pi * ((j * centre) % n) / n)

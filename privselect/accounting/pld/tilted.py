@@ -86,8 +86,9 @@ def tilted_curve(direction: str, ups, lows, infs: Sequence[float], h: float, shi
     mgf_t_up, mgf_t_low = part_log_mgfs(t_ups, h), part_log_mgfs(t_lows, h)
     (a_up, b_up), (a_low, b_low) = window(mgf_t_up, _TAIL), window(mgf_t_low, _TAIL)
     a, b = min(a_up, a_low), max(b_up, b_low)
-    upper = compose(t_ups, [0.0] * len(t_ups), h, a, b, max_points, max_memory, mgf_t_up)
-    lower = compose(t_lows, [0.0] * len(t_lows), h, a, b, max_points, max_memory, mgf_t_low)
+    trig: dict = {}
+    upper = compose(t_ups, [0.0] * len(t_ups), h, a, b, max_points, max_memory, mgf_t_up, trig)
+    lower = compose(t_lows, [0.0] * len(t_lows), h, a, b, max_points, max_memory, mgf_t_low, trig)
     inf_mass = -math.expm1(sum(k * math.log1p(-w) for (_, _, k), w in zip(ups, infs))) if any(infs) else 0.0
     start, stop = (upper.j0 - 0.5) * h, (upper.j0 + upper.pmf.size - 0.5) * h
     above, below = tail_masses(mgf_up, start, stop)  # untilted: the upper law's mass outside the window

@@ -144,7 +144,6 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict):
         target = 1e-13 / max(k * e_step, 1e-300)
         half = _window(masses, centre, target, widest)
         lo, hi = max(centre - half, 0), min(centre + half + 1, masses.size)
-        near = masses[lo:hi]
         far = masses.copy()
         far[lo:hi] = 0.0
         far_mass = float(np.sum(far))  # subtracted below; its rounding (<= 16 u far_mass) is in the error term

@@ -72,12 +72,12 @@ def _first_at_or_below(curve, knots: np.ndarray, delta: np.ndarray) -> np.ndarra
     coarse = np.unique(np.concatenate([np.arange(0, knots.size, _STRIDE), [knots.size - 1]]))
     kc = np.searchsorted(-curve(knots[coarse]), -delta, side="left")
     out = np.where(kc == 0, 0, knots.size)
-    inside = (kc > 0) & (kc < coarse.size)
-    if inside.any():
-        start, stop = coarse[kc[inside] - 1] + 1, coarse[kc[inside]]
+    inside = np.flatnonzero((kc > 0) & (kc < coarse.size))
+    for chunk in np.array_split(inside, -(-inside.size // 4096)) if inside.size else ():  # <= 1M knots at once
+        start, stop = coarse[kc[chunk] - 1] + 1, coarse[kc[chunk]]
         index = np.minimum(start[:, None] + np.arange(_STRIDE)[None, :], stop[:, None])
-        at_or_below = curve(knots[index]) <= delta[inside][:, None]
-        out[inside] = np.where(at_or_below.any(axis=1), start + np.argmax(at_or_below, axis=1), stop)
+        at_or_below = curve(knots[index]) <= delta[chunk][:, None]
+        out[chunk] = np.where(at_or_below.any(axis=1), start + np.argmax(at_or_below, axis=1), stop)
     return out
 
 

@@ -510,7 +510,7 @@ def test_an_integer_in_a_field_named_like_a_seed_is_refused_saying_seeds_are_the
     with pytest.raises(RandomnessLeakError, match=rf"output\['{field}'\]: an integer seed .*Integer seeds are your "
                                                   r"responsibility"):
         _tiny_tuner(keeps_seed).dry_run(None)
-    assert _tiny_tuner(lambda params, data, rng: (1.0, {"n_seeds": 3, "epochs": 2})).run(None).selected
+    assert _tiny_tuner(lambda params, data, rng: (1.0, {"n_runs": 3, "epochs": 2})).run(None).selected
 
 
 def test_the_jax_check_reads_the_key_dtype_of_loaded_jax_and_passes_raw_uint32_keys(monkeypatch):

@@ -125,8 +125,9 @@ class SelectionPlan:
         if self.isolate and not isolation_supported():
             raise ValueError("isolate=True needs os.fork (POSIX): every run executes in a fresh forked process")
 
-    def rules(self) -> RunRules:
-        return RunRules(self.score_noise, self.release, bool(self.isolate), registered_converters())
+    def rules(self, selection: str = "", trusted_modules: tuple[str, ...] = ()) -> RunRules:
+        return RunRules(self.score_noise, self.release, bool(self.isolate), registered_converters(), selection,
+                        trusted_modules)
 
 
 @dataclass(frozen=True)
@@ -166,17 +167,27 @@ def run_selection(task: RunTask, data: Any, plan: SelectionPlan, *,
 
 
 def _check_candidates(task: RunTask, runs_seed: np.random.SeedSequence, n_runs: int) -> None:
-    """Every candidate's privacy, from the seed alone, before the first run: a run can change nothing it reads."""
+    """Every candidate's privacy, from the seed alone, before the first run: a run can change nothing it reads.
+
+    K checks run here (the operator's ``privacy`` callable, the accountants of a Cor. 6.2 check), so they run
+    silenced: a log record or a print per check would count K.
+    """
     check = getattr(task, "check_candidate", None)
     if check is None:
         return
-    for index in range(n_runs):
-        problem = check(RunSeeds.of_run(runs_seed, index))
-        if problem is not None:
-            raise CandidatePrivacyError(problem)
+    problem = None
+    with silenced():
+        for index in range(n_runs):
+            problem = check(RunSeeds.of_run(runs_seed, index))
+            if problem is not None:
+                break
+    if problem is not None:
+        raise CandidatePrivacyError(problem)
 
 
 def _select(task: RunTask, data: Any, plan: SelectionPlan, observe: Callable[[int, float], None] | None) -> Selected:
+    selection = os.urandom(16).hex()  # names the selection for the workers' trust snapshots (not the seed)
+    rules = plan.rules(selection, RunRules(selection=selection).trust().modules)  # trust fixed before any run
     root = np.random.SeedSequence(plan.seed)
     k_seed, _, runs_seed = root.spawn(3)  # the middle child is reserved (it drew candidates up to 0.1)
     n_runs = int(plan.k.sample(np.random.Generator(np.random.PCG64(k_seed))))
@@ -184,7 +195,7 @@ def _select(task: RunTask, data: Any, plan: SelectionPlan, observe: Callable[[in
         return Selected(False, 0)
     _check_candidates(task, runs_seed, n_runs)
     backend = get_backend("sequential" if plan.n_jobs == 1 else plan.backend)
-    shared = (task, data, plan.rules(), os.getpid())
+    shared = (task, data, rules, os.getpid())
     sign = 1.0 if plan.direction == "maximize" else -1.0
     best: RunOutcome | None = None
     # no log record from here to the release: a timestamp per line would time the runs (docs/release.md)
@@ -364,6 +375,7 @@ def dry_run(task: RunTask, data: Any, plan: SelectionPlan) -> Selected:
     Uses fresh seeds (not the plan's): the seed is a secret key.
     """
     seeds = RunSeeds.of_run(np.random.SeedSequence(), 0)
+    trust = RunRules(selection=os.urandom(16).hex()).trust()  # the classes trusted before the run
     check = getattr(task, "check_candidate", None)
     problem = None if check is None else check(seeds)
     if problem is not None:
@@ -378,5 +390,5 @@ def dry_run(task: RunTask, data: Any, plan: SelectionPlan) -> Selected:
     if score is not None and not math.isfinite(score):
         raise ValueError(f"the trainer returned a non-finite score ({score!r}) on the dry-run data; inside the "
                          "tuner this run would score the worst value")
-    params, output, details = pickle.loads(release_payload([params, output, details], plan.release))
+    params, output, details = pickle.loads(release_payload([params, output, details], plan.release, trust))
     return Selected(True, 1, params, score, output, details)

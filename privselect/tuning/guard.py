@@ -17,9 +17,11 @@ a framework that is not in ``sys.modules`` cannot have made an object of the rel
 * JAX: typed PRNG key arrays (``jax.random.key``, dtype ``key<...>``). A raw ``uint32`` key
   (``jax.random.PRNGKey``) is an ordinary integer array: it cannot be told apart from data and
   is the caller's responsibility, like every integer seed;
-* integer seeds: an ``int`` cannot be told apart from data either. The guard refuses one only
-  where it sits in a field named like a seed (``seed``, ``*_seed``, ``seed_*``,
-  ``random_state``, ...); elsewhere, never releasing a seed is the caller's responsibility.
+* seeds: an ``int`` cannot be told apart from data either. The guard refuses every value other
+  than ``None`` held under a field (an attribute or a ``str`` dict key) named like a seed
+  ([`seed_like`][privselect.tuning.guard.seed_like]), at any depth: the integer, and a list, tuple,
+  array, 0-d array, float, string or dict holding it; elsewhere, never releasing a seed is the caller's
+  responsibility.
 
 [`guard_release`][privselect.tuning.guard.guard_release] walks the released value (attributes, ``__slots__``, containers, object
 arrays, closures and ``functools.partial`` arguments; never modules or classes) and either
@@ -43,12 +45,34 @@ import numpy as np
 from ..errors import RandomnessLeakError
 
 __all__ = ["RandomnessLeakError", "guard_release", "find_leaks", "randomness_kind", "RELEASE_MODES",
-           "RANDOMNESS_DETECTORS"]
+           "RANDOMNESS_DETECTORS", "seed_like", "SEED_PARTS", "SEED_NAMES"]
 
 RELEASE_MODES = ("refuse", "strip")
 RANDOMNESS_TYPES = (np.random.Generator, np.random.BitGenerator, np.random.RandomState, np.random.SeedSequence,
                     np.random.bit_generator.SeedlessSeedSequence)
-SEED_FIELD = re.compile(r"(?:\.|\[')(?:\w*_)?(?:seed|random_state|rng_state|prng_key)(?:_\w*)?(?:'\])?$", re.IGNORECASE)
+_FIELD_NAME = re.compile(r"(?:\.(\w+)|\[(['\"])(.*)\2\])$", re.DOTALL)
+SEED_PARTS = ("seed", "randomstate", "rngstate", "rngkey", "prng", "randomkey")
+"""A field is seed-like when its name, lowercased with every character that is not a letter removed, contains one
+of these (``seed``, ``seeds``, ``seed0``, ``myseed``, ``base_seed``, ``random_state``, ``randomState``,
+``rng_state``, ``prng_key``, ``prngkey``) ..."""
+SEED_NAMES = ("rng", "rngs", "key", "keys", "subkey", "subkeys")
+"""... or is one of these (``rng``, ``rng2``, ``_rng``, ``key``, ``subkey``), or ends with ``rng`` (``train_rng``,
+``noise_rng``) or ``rngs``."""
+
+
+def seed_like(name: str) -> bool:
+    """Whether a field called ``name`` is named like a seed (``SEED_PARTS``, ``SEED_NAMES``)."""
+    letters = re.sub(r"[^a-z]", "", name.lower())
+    return (any(part in letters for part in SEED_PARTS) or letters in SEED_NAMES
+            or letters.endswith(("rng", "rngs")))
+
+
+def _field_name(path: str) -> str | None:
+    """The attribute name or str dict key that ``path`` ends with (``output.seed``, ``output['seed']``), if any."""
+    found = _FIELD_NAME.search(path)
+    if found is None:
+        return None
+    return found.group(1) if found.group(1) is not None else found.group(3)
 
 
 def _type_name(obj: Any) -> str:
@@ -129,9 +153,12 @@ def randomness_kind(obj: Any, detectors=None) -> str | None:
     return None
 
 
-def _is_int_seed(path: str, obj: Any) -> bool:
-    return isinstance(obj, (int, np.integer)) and not isinstance(obj, (bool, np.bool_)) \
-        and SEED_FIELD.search(path) is not None
+def _under_seed_field(path: str, obj: Any) -> bool:
+    """``obj`` is not None and sits in a field named like a seed (any type: a container under it is refused whole)."""
+    if obj is None:
+        return False
+    name = _field_name(path)
+    return name is not None and seed_like(name)
 _ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None), range, types.ModuleType, type,
           types.BuiltinFunctionType, np.generic)
 
@@ -248,8 +275,9 @@ def find_leaks(value: Any, root: str = "output") -> list[Leak]:
         if kind is not None:
             leaks.append(Leak(path, kind, clear))
             continue
-        if _is_int_seed(path, obj):
-            leaks.append(Leak(path, f"an integer seed ({type(obj).__name__} in a field named like a seed)", clear))
+        if _under_seed_field(path, obj):
+            what = "an integer seed" if isinstance(obj, (int, np.integer)) else "a possible seed"
+            leaks.append(Leak(path, f"{what} ({type(obj).__name__} in a field named like a seed)", clear))
             continue
         if isinstance(obj, _ATOMS) or id(obj) in seen:
             continue
@@ -279,12 +307,13 @@ def guard_release(value: Any, root: str, release: str) -> Any:
     blocking = [leak for leak in leaks if release != "strip" or leak.clear is None]
     listed = "; ".join(str(leak) for leak in blocking[:5]) + (" ..." if len(blocking) > 5 else "")
     strippable = release != "strip" and all(leak.clear is not None for leak in blocking)
-    seeds = any("integer seed" in leak.what for leak in blocking)
+    seeds = any("in a field named like a seed" in leak.what for leak in blocking)
     raise RandomnessLeakError(
         f"the winner was not released: {listed}. Randomness state (a numpy, torch, JAX or random generator, a "
         "SeedSequence or a seed) lets its holder replay the run's noise: train with the run's generator, then drop it "
         "(return a torch module's state_dict, never its optimizer or data loader; privselect's own estimators drop "
         "theirs)" + (", or pass release='strip' to set these to None" if strippable else "") + "."
-        + (" Integer seeds are your responsibility: privselect cannot tell an integer from data and refuses one only "
-           "in a field named like a seed; never release a seed, under any name." if seeds else "")
+        + (" Integer seeds are your responsibility: privselect cannot tell an integer from data and refuses a value "
+           "only in a field named like a seed (privselect.tuning.guard.seed_like: seed, seeds, seed0, random_state, "
+           "rng, key, prng_key, ...); never release a seed, under any name." if seeds else "")
     )

@@ -5,8 +5,9 @@ details into a fresh value built from these types only (docs/release.md, "The re
 
 * ``None``, ``bool``, ``int``, ``float``, ``str``, ``bytes``, ``range`` (exact types: a subclass can
   carry attributes and properties, so it is refused);
-* numpy scalars and arrays of bool, integer, float or complex dtype (copied; no object, structured
-  or datetime fields); ``np.memmap`` is copied into a plain array;
+* numpy scalars and arrays of bool, integer, float or complex dtype, copied into a dtype rebuilt from its
+  type code alone (``np.dtype(dtype.str)``); a dtype that carries ``metadata`` is refused (it can hold any
+  object); no object, structured or datetime fields; ``np.memmap`` is copied into a plain array;
 * torch tensors (only when torch is already loaded: privselect never imports it), rebuilt as a
   fresh plain tensor with the same data: no autograd, no ``grad``, no Python attributes (so no
   Opacus ``grad_sample`` or ``summed_grad``);
@@ -14,7 +15,9 @@ details into a fresh value built from these types only (docs/release.md, "The re
   with ``str`` or ``int`` keys;
 * scikit-learn estimators of trusted classes (scikit-learn's and privselect's own, or classes
   passed to [`trust_estimator`][privselect.tuning.release.trust_estimator]): a new instance of the
-  same class whose attributes (parameters and fitted attributes) are converted by these rules;
+  same class whose attributes (parameters and fitted attributes) are converted by these rules. Trust is
+  the snapshot of [`privselect.tuning.trusted`][privselect.tuning.trusted], taken before the selection's
+  first run: a class first seen during the runs, or whose class dictionary changed since, is refused;
 * a type registered with [`register_release`][privselect.tuning.release.register_release] and a
   converter to such a value (``register_release(torch.nn.Module, lambda m: m.state_dict())``).
 
@@ -47,17 +50,16 @@ import numpy as np
 
 from ..errors import ReleaseRefusedError
 from .guard import randomness_kind
+from .trusted import TRUSTED_ESTIMATOR_PACKAGES, TrustSnapshot, importable, take_snapshot
 
 __all__ = ["release_value", "register_release", "trust_estimator", "trust_value_type", "registered_converters", "ReleaseRefusedError",
-           "TRUSTED_ESTIMATOR_PACKAGES", "type_label"]
-
-TRUSTED_ESTIMATOR_PACKAGES = ("sklearn", "privselect")
-"""Top-level packages whose scikit-learn estimator classes are rebuilt by the trusted walk."""
+           "TRUSTED_ESTIMATOR_PACKAGES", "type_label", "trust_snapshot"]
 
 MAX_DEPTH = 200
 _NUMERIC_KINDS = frozenset("biufc")
 _USER_CONVERTERS: dict[type, Callable[[Any], Any]] = {}
 _TRUSTED_ESTIMATORS: set[type] = set()
+_VALUE_TYPES: set[type] = set()
 _IN_PROGRESS = object()
 
 
@@ -65,20 +67,15 @@ def type_label(obj: Any) -> str:
     """``module.QualName`` of ``obj``'s type when that name imports back to the type (it is code), else a
     neutral label: a type made at run time (``type(f"rec_{x}", ...)``) could carry data in its name."""
     kind = type(obj)
-    module, name = getattr(kind, "__module__", None), getattr(kind, "__qualname__", None)
-    if isinstance(module, str) and isinstance(name, str):
-        found: Any = sys.modules.get(module)
-        for part in name.split("."):
-            found = getattr(found, part, None)
-        if found is kind:
-            return f"{module}.{name}"
-    return "a type not importable by its name"
+    return f"{kind.__module__}.{kind.__qualname__}" if importable(kind) else "a type not importable by its name"
 
 
 @dataclass
 class _Walk:
-    """One conversion: the release mode, and the objects converted so far (shared references stay shared)."""
+    """One conversion: the release mode, the trust snapshot, and the objects converted so far (shared references
+    stay shared)."""
 
+    trust: TrustSnapshot
     release: str = "refuse"
     done: dict[int, Any] = field(default_factory=dict)
     keep: list[Any] = field(default_factory=list)  # keeps converted sources alive so their ids stay unique
@@ -135,20 +132,29 @@ def _(obj: range, walk: _Walk, path: str, depth: int) -> range:
     return range(obj.start, obj.stop, obj.step)
 
 
+def _plain_dtype(obj: Any, walk: _Walk, path: str) -> np.dtype:
+    """``obj``'s dtype rebuilt from its type code alone; refused if it is not numeric or carries metadata."""
+    dtype = obj.dtype
+    if dtype.kind not in _NUMERIC_KINDS or dtype.fields is not None or dtype.hasobject or dtype.subdtype is not None:
+        raise walk.refuse(obj, path, f"has dtype kind {dtype.kind!r} (numeric or bool only)")
+    if dtype.metadata is not None:
+        raise walk.refuse(obj, path, "has a dtype that carries metadata (it can hold any object)")
+    plain = np.dtype(dtype.str)
+    if plain != dtype or plain.metadata is not None or type(plain) is not type(dtype):
+        raise walk.refuse(obj, path, "has a dtype that its type code does not rebuild")
+    return plain
+
+
 @_convert.register(np.generic)
 def _(obj: np.generic, walk: _Walk, path: str, depth: int) -> Any:
-    if obj.dtype.kind not in _NUMERIC_KINDS or obj.dtype.fields is not None:
-        raise walk.refuse(obj, path, f"has dtype kind {obj.dtype.kind!r} (numeric or bool only)")
-    return obj.dtype.type(obj.item())
+    return np.array(obj, dtype=_plain_dtype(obj, walk, path), copy=True, subok=False)[()]
 
 
 @_convert.register(np.ndarray)
 def _(obj: np.ndarray, walk: _Walk, path: str, depth: int) -> np.ndarray:
     if type(obj) not in (np.ndarray, np.memmap):
         raise walk.refuse(obj, path, "is an ndarray subclass")
-    if obj.dtype.kind not in _NUMERIC_KINDS or obj.dtype.fields is not None or obj.dtype.hasobject:
-        raise walk.refuse(obj, path, f"has dtype kind {obj.dtype.kind!r} (numeric or bool arrays only)")
-    return np.array(obj, dtype=obj.dtype, copy=True, subok=False)
+    return np.array(obj, dtype=_plain_dtype(obj, walk, path), copy=True, subok=False)
 
 
 @_convert.register(dict)
@@ -201,9 +207,10 @@ def _register_sklearn(module: Any) -> None:
     @_convert.register(BaseEstimator)
     def _(obj: Any, walk: _Walk, path: str, depth: int) -> Any:
         kind: Any = type(obj)  # some estimator class
-        trusted = kind in _TRUSTED_ESTIMATORS or kind.__module__.split(".")[0] in TRUSTED_ESTIMATOR_PACKAGES
-        if not trusted or type_label(obj) == "a type not importable by its name":
-            raise walk.refuse(obj, path, "is not a trusted estimator class (privselect.tuning.release.trust_estimator)")
+        if not walk.trust.trusts_estimator(kind):
+            raise walk.refuse(obj, path, "is not a trusted estimator class, or its class changed during the selection "
+                                         "(trust is fixed before the first run: import the class, or register it "
+                                         "with privselect.tuning.release.trust_estimator, before run())")
         state = getattr(obj, "__dict__", None)
         if not isinstance(state, dict) or any(slot not in ("__dict__", "__weakref__")
                                               for cls in kind.__mro__ for slot in getattr(cls, "__slots__", ())):
@@ -243,11 +250,13 @@ def register_release(kind: type, converter: Callable[[Any], Any]) -> None:
         raise TypeError(f"converter must be callable: converter(value) -> a release value, got "
                         f"{type(converter).__name__}")
     _USER_CONVERTERS[kind] = converter
-    _convert.register(kind, _user(converter))
+    _convert.register(kind, _user(kind, converter))
 
 
-def _user(converter: Callable[[Any], Any]) -> Callable[[Any, _Walk, str, int], Any]:
+def _user(kind: type, converter: Callable[[Any], Any]) -> Callable[[Any, _Walk, str, int], Any]:
     def convert(obj: Any, walk: _Walk, path: str, depth: int) -> Any:
+        if walk.trust.converter(kind) is not converter:
+            raise walk.refuse(obj, path, "has a converter registered during the selection (register it before run())")
         return walk.convert(converter(obj), f"{path} (converted)", depth)
     return convert
 
@@ -270,20 +279,28 @@ def trust_value_type(kind: type) -> type:
     if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)
             and kind.__dataclass_params__.frozen):  # type: ignore[attr-defined]  # the stub omits this dataclass attribute
         raise TypeError(f"kind must be a frozen dataclass, got {kind!r}")
+    _VALUE_TYPES.add(kind)
     _convert.register(kind, _rebuild_value)
     return kind
 
 
 def _rebuild_value(obj: Any, walk: _Walk, path: str, depth: int) -> Any:
+    if not walk.trust.trusts_value_type(type(obj)):
+        raise walk.refuse(obj, path, "is not a trusted value type, or its class changed during the selection "
+                                     "(trust_value_type before run())")
     fresh = object.__new__(type(obj))
     for item in dataclasses.fields(obj):
         object.__setattr__(fresh, item.name, walk.convert(getattr(obj, item.name), f"{path}.{item.name}", depth))
     return fresh
 
 
-def registered_converters() -> tuple[tuple[type, Callable[[Any], Any]], ...]:
+def registered_converters() -> tuple[tuple[type, Any], ...]:
     """The user registrations (sent with each selection to its workers)."""
-    return tuple(_USER_CONVERTERS.items()) + tuple((kind, None) for kind in _TRUSTED_ESTIMATORS)  # type: ignore
+    return (tuple(_USER_CONVERTERS.items()) + tuple((kind, None) for kind in _TRUSTED_ESTIMATORS)
+            + tuple((kind, _VALUE_TYPE) for kind in _VALUE_TYPES))
+
+
+_VALUE_TYPE = "value type"  # marks a trust_value_type class in registered_converters()
 
 
 def restore_registrations(registrations: tuple[tuple[type, Any], ...]) -> None:
@@ -291,15 +308,27 @@ def restore_registrations(registrations: tuple[tuple[type, Any], ...]) -> None:
     for kind, converter in registrations:
         if converter is None:
             _TRUSTED_ESTIMATORS.add(kind)
+        elif isinstance(converter, str):
+            if kind not in _VALUE_TYPES:
+                trust_value_type(kind)
         elif _USER_CONVERTERS.get(kind) is not converter:
             register_release(kind, converter)
 
 
-def release_value(value: Any, root: str = "output", release: str = "refuse") -> Any:
+def trust_snapshot(token: str = "", modules: tuple[str, ...] = ()) -> TrustSnapshot:
+    """The release walk's trust in this process now (``privselect.tuning.trusted``); ``modules`` are imported first."""
+    _load_frameworks()
+    snapshot = take_snapshot(token, _TRUSTED_ESTIMATORS, _VALUE_TYPES, _USER_CONVERTERS, modules)
+    _load_frameworks()  # sklearn may have been loaded by ``modules``
+    return snapshot
+
+
+def release_value(value: Any, root: str = "output", release: str = "refuse", trust: TrustSnapshot | None = None) -> Any:
     """``value`` rebuilt by the rules above (a fresh object sharing nothing mutable with ``value``).
 
     Raises [`ReleaseRefusedError`][privselect.errors.ReleaseRefusedError] naming the type and the position
-    of the first value outside the allowlist. ``release="strip"`` sets randomness state to None.
+    of the first value outside the allowlist. ``release="strip"`` sets randomness state to None. ``trust``:
+    the classes trusted before the runs (the selection's snapshot); None takes one now.
     """
     _load_frameworks()
-    return _Walk(release).convert(value, root)
+    return _Walk(trust_snapshot() if trust is None else trust, release).convert(value, root)

@@ -22,10 +22,11 @@ import numpy as np
 
 from ..errors import TrainerContractError
 from ..mechanisms import Gaussian, Laplace
-from .globalstate import seed_globals
+from .globalstate import restored_settings, seed_globals
 from .guard import guard_release
 from .isolation import in_fresh_process
-from .release import release_value, restore_registrations
+from .release import release_value, restore_registrations, trust_snapshot
+from .trusted import TrustSnapshot, selection_trust
 
 __all__ = ["OPERATOR_EXCEPTIONS", "RunSeeds", "StopSelection", "RunTask", "RunRules", "RunOutcome", "split_return",
            "silenced", "readonly", "release_payload", "execute_run"]
@@ -92,13 +93,22 @@ class RunRules:
 
     ``release``: the guard's mode; ``isolate``: each run in a fresh process
     ([`privselect.tuning.isolation`][privselect.tuning.isolation]); ``registrations``: the user's release
-    converters and trusted estimators, applied in the worker before the conversion.
+    converters and trusted estimators, applied in the worker before the conversion; ``selection``: a token naming
+    the selection (fresh entropy, not the seed), for which each process fixes its trusted classes once, before its
+    first run (``trusted_modules``, the driver's modules that hold them, are imported first;
+    [`privselect.tuning.trusted`][privselect.tuning.trusted]).
     """
 
     score_noise: Gaussian | Laplace | None = None
     release: str = "refuse"
     isolate: bool = False
     registrations: tuple = ()
+    selection: str = ""
+    trusted_modules: tuple[str, ...] = ()
+
+    def trust(self) -> TrustSnapshot:
+        """This process's trust for the selection, fixed before its first run here."""
+        return selection_trust(self.selection, lambda: trust_snapshot(self.selection, self.trusted_modules))
 
 
 @dataclass(frozen=True)
@@ -214,16 +224,16 @@ def readonly(data: Any) -> Any:
     return data
 
 
-def release_payload(parts: list, release: str) -> bytes:
+def release_payload(parts: list, release: str, trust: TrustSnapshot | None = None) -> bytes:
     """The run's release value, pickled: ``parts = [params, output, details]``, each rebuilt by value, checked by
-    the guard, then serialised.
+    the guard, then serialised. ``trust``: the classes trusted before the runs (None: now).
 
     Consumes ``parts`` (each original is replaced by its release value, then the list is emptied), so that
     at most two copies of an output are alive at once. Raises what refuses it (``ReleaseRefusedError``,
     ``RandomnessLeakError``, a pickling error).
     """
     for position, root in enumerate(("params", "output", "details")):
-        parts[position] = guard_release(release_value(parts[position], root, release), root, release)
+        parts[position] = guard_release(release_value(parts[position], root, release, trust), root, release)
     try:
         return pickle.dumps(tuple(parts), protocol=pickle.HIGHEST_PROTOCOL)
     finally:
@@ -257,10 +267,11 @@ def _bounded_run(task: RunTask, data: Any, rules: RunRules, driver_pid: int, ind
     isolation = silenced() if in_worker else contextlib.nullcontext()
     score, payload = math.nan, None
     returned = params = output = details = parts = None
-    with isolation:
+    with isolation, restored_settings():
         try:
             if rules.registrations:
                 restore_registrations(rules.registrations)
+            trust = rules.trust()
             seed_globals(seeds.globals)
             returned, params, details = task(readonly(data), seeds)
             score, output = split_return(returned)  # a wrong type or a float overflow raises: scored worst
@@ -269,7 +280,7 @@ def _bounded_run(task: RunTask, data: Any, rules: RunRules, driver_pid: int, ind
                 score += _score_noise(rules.score_noise, np.random.Generator(np.random.PCG64(seeds.noise)))
             if math.isfinite(score):
                 parts, params, output, details = [params, output, details], None, None, None
-                payload = release_payload(parts, rules.release)
+                payload = release_payload(parts, rules.release, trust)
         except OPERATOR_EXCEPTIONS:
             raise
         except BaseException:  # noqa: BLE001 - the release rules: drop it (StopSelection and CancelledError too)

@@ -4,10 +4,11 @@ single-threaded BLAS for reproducible sums, and the Chernoff constant C(w) (acco
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 
 import numpy as np
+
+from ...memo import quiet_cache
 
 _EPS = float(np.finfo(float).eps)
 
@@ -21,7 +22,7 @@ def _log_c(w: np.ndarray) -> np.ndarray:
         return np.where(w > 0, w * (np.log(w) - np.log1p(w)) - np.log1p(w), 0.0)
 
 
-@functools.cache
+@quiet_cache(maxsize=None)
 def _blas_controller():
     try:  # a dependency of scikit-learn, hence of privselect
         from threadpoolctl import ThreadpoolController

@@ -6,12 +6,13 @@ bound of Trefethen, Weideman 2014 (SIAM Review), Thm 5.1; Laplace base: composit
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
+
+from ...memo import quiet_cache
 
 
 def _gauss_tail_radius(log_tail: float) -> float:
@@ -72,7 +73,7 @@ def _log_expm1(x: float) -> float:
     return x + math.log(-math.expm1(-x)) if x > 1 else math.log(math.expm1(x))
 
 
-@functools.lru_cache(maxsize=16)
+@quiet_cache(maxsize=16)
 def _leggauss(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Gauss-Legendre nodes and weights on [-1, 1] (cached: each call solves an eigenproblem)."""
     x, w = np.polynomial.legendre.leggauss(n)

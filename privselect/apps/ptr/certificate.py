@@ -10,7 +10,6 @@ certified upper bound (no selection theorem is involved: K = 1, no repetition).
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 from ...accounting import privacy_profile
 from ...accounting.profile import ErrorBudget
 from ...mechanisms import Mechanism, NeighbouringRelation, PureDP
+from ...memo import quiet_cache
 
 __all__ = ["ReleaseCertificate", "release_certificate"]
 
@@ -72,7 +72,7 @@ class ReleaseCertificate:
         return f"({self.epsilon:.4g}, {self.delta:.3g})-DP for one fit [{self.accountant}]"
 
 
-@functools.lru_cache(maxsize=256)
+@quiet_cache(maxsize=256)
 def release_certificate(mechanism: Mechanism, delta: float) -> ReleaseCertificate:
     """``ReleaseCertificate`` of ``mechanism`` at ``delta`` (data-independent: cached on the description)."""
     if delta == 0 and isinstance(mechanism, PureDP):  # pure DP: epsilon at delta = 0 is its own, exactly

@@ -35,7 +35,6 @@ sensitivity at most log(1 + B_x^2/h_-) ([`ops_local_bounds`][privselect.apps.ptr
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -43,6 +42,7 @@ import numpy as np
 from scipy import linalg, special
 
 from ... import _validation as check
+from ...memo import quiet_cache
 
 __all__ = [
     "ridge_solution",
@@ -361,7 +361,7 @@ def ops_rho_bound(epsilon: float, mu, delta: float, mode: str = "exact", *, iter
     return np.where(ok0, lo, 0.0)
 
 
-@functools.lru_cache(maxsize=1024)
+@quiet_cache(maxsize=1024)
 def ops_mu_bound(epsilon: float, delta: float, mode: str = "exact") -> float:
     """Largest leverage bound mu with ``ops_epsilon(mu, 0, delta, mode) <= epsilon`` (bisection in log mu; <= 1).
 

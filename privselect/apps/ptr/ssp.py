@@ -22,7 +22,6 @@ add/remove neighbours and is a property of the parameters alone.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -31,6 +30,7 @@ from scipy import optimize, special
 from ... import _validation as check
 from ...accounting import privacy_profile
 from ...mechanisms import Gaussian, PureDP, compose
+from ...memo import quiet_cache
 from .gptr import analytic_gaussian_sigma
 from .regression import PrivateLinearRegressor, SingleReleaseCertified
 
@@ -49,7 +49,7 @@ MIN_SELECTION_STRENGTH = 25.0
 DEFAULT_RIDGE_MULTIPLIERS: tuple[float, ...] = tuple(2.0 ** k for k in range(-6, 5))
 
 
-@functools.lru_cache(maxsize=256)
+@quiet_cache(maxsize=256)
 def _sigma_g(epsilon: float, delta: float) -> float:
     """`analytic_gaussian_sigma`, cached (data-independent; called on every fit)."""
     return analytic_gaussian_sigma(epsilon, delta)
@@ -325,7 +325,7 @@ def _score_epsilon(mu: float) -> float:
     return float(special.log_ndtr(mu / 2) - special.log_ndtr(-mu / 2))
 
 
-@functools.lru_cache(maxsize=256)
+@quiet_cache(maxsize=256)
 def calibrate_ssp(epsilon: float, delta: float, pure_shares: tuple[float, ...], x_bound: float = 1.0,
                   y_bound: float = 1.0) -> tuple[float, tuple[float, ...]]:
     """Two SSP Gaussian releases plus pure-DP steps, calibrated so the certified epsilon(delta) is ``epsilon``.

@@ -20,7 +20,6 @@ records of min((y - clip(x.theta, +-B_y))^2, c B_y^2) (add/remove sensitivity c 
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from dataclasses import dataclass, replace
@@ -30,6 +29,7 @@ from sklearn.base import clone
 
 from ... import _validation as check
 from ...mechanisms import ApproxDP, Laplace, compose
+from ...memo import quiet_cache
 from ...selection import Geometric, KDistribution, TruncatedNegativeBinomial, certify
 from ...selection.certify import Certificate
 from ...tuning import PrivateTuner
@@ -164,7 +164,7 @@ def run_mechanism(fit_epsilon: float, score_epsilon: float, delta_q: float, scor
     return compose(ApproxDP(fit_epsilon, delta_q), Laplace(1.0 / score_epsilon, sensitivity=score_sensitivity))
 
 
-@functools.lru_cache(maxsize=256)
+@quiet_cache(maxsize=256)
 def selection_run_budget(epsilon: float, delta: float, k, score_fraction: float = 0.1) -> RunBudget:
     """Largest per-run eps_Q (delta_Q = delta/(2 E[K])) whose KRW Thm 5.2 certificate is <= epsilon.
 

@@ -47,7 +47,6 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["in_fresh_process", "isolation_supported", "MAX_MESSAGE_BYTES", "RUN_SIGNALS"]
 

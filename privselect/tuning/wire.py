@@ -206,10 +206,10 @@ def _integer(text: Any) -> int:
     return int(text)
 
 
-def _items(decoder: _Decoder, nodes: Any, depth: int) -> list:
-    if type(nodes) is not list:
+def _items(decoder: _Decoder, body: list, depth: int) -> list:
+    if len(body) != 1 or type(body[0]) is not list:
         raise MalformedMessage("a list of nodes was expected")
-    return [decoder.node(node, depth) for node in nodes]
+    return [decoder.node(node, depth) for node in body[0]]
 
 
 def _pairs(nodes: Any) -> list[list]:
@@ -245,7 +245,7 @@ def _decode_array(decoder: _Decoder, body: list, depth: int) -> np.ndarray:
     return _numpy_array(decoder.buffer(index), _numpy_dtype(code), _shape(shape))
 
 
-def _decode_scalar(decoder: _Decoder, body: list, depth: int) -> np.generic:
+def _decode_scalar(decoder: _Decoder, body: list, depth: int) -> Any:
     code, index = body
     return _numpy_array(decoder.buffer(index), _numpy_dtype(code), ())[()]
 
@@ -284,7 +284,7 @@ def _decode_estimator(decoder: _Decoder, body: list, depth: int) -> Any:
     kind, base = _loaded_class(module, qualname), sys.modules.get("sklearn.base")
     if base is None or base.BaseEstimator not in kind.__mro__:
         raise MalformedMessage("not a scikit-learn estimator class")
-    fresh = object.__new__(kind)
+    fresh: Any = object.__new__(kind)
     state = fresh.__dict__
     for name, node in _pairs(attributes):
         state[_text(name)] = decoder.node(node, depth)
@@ -299,7 +299,7 @@ def _decode_value_type(decoder: _Decoder, body: list, depth: int) -> Any:
     if params is None or not params.frozen or [_text(name) for name, _ in pairs] != \
             [item.name for item in dataclasses.fields(kind)]:
         raise MalformedMessage("not a frozen dataclass with these fields")
-    fresh = object.__new__(kind)
+    fresh: Any = object.__new__(kind)
     for name, node in pairs:
         object.__setattr__(fresh, name, decoder.node(node, depth))
     return fresh
@@ -331,8 +331,8 @@ _DECODERS: dict[str, Callable[[_Decoder, list, int], Any]] = {
     "s": _single(_text),
     "b": lambda decoder, body, depth: bytes(decoder.buffer(*body)),
     "r": lambda decoder, body, depth: range(*(_integer(text) for text in body)) if len(body) == 3 else _malformed(),
-    "l": lambda decoder, body, depth: _items(decoder, *body, depth),
-    "t": lambda decoder, body, depth: tuple(_items(decoder, *body, depth)),
+    "l": _items,
+    "t": lambda decoder, body, depth: tuple(_items(decoder, body, depth)),
     "d": _decode_dict,
     "g": _decode_scalar,
     "a": _decode_array,

@@ -12,7 +12,8 @@ Prints, in one run (best of several repetitions; the machine's load average firs
   numpy's legacy state, ``random``, torch's CPU generator), and the save/restore around a
   selection, against drawing one ``numpy.random.default_rng`` from a ``SeedSequence``;
 * process isolation: the tuner's time per run for a trivial trainer with ``isolate=True`` and
-  without (sequential backend), and their difference (the fork, the pipe, the exit);
+  without (sequential backend), and their difference (the fork, the result as data through a memory file,
+  the end of every process of the run, the value parsed and validated again in the caller);
 * with ``--opacus``: the same for the Opacus trainer of ``examples/opacus_digits.py`` (5 epochs).
 """
 

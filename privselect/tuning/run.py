@@ -14,7 +14,7 @@ import os
 import pickle
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,9 +24,10 @@ from ..errors import TrainerContractError
 from ..mechanisms import Gaussian, Laplace
 from .globalstate import restored_settings, seed_globals
 from .guard import guard_release
-from .isolation import in_fresh_process
+from .isolation import MAX_MESSAGE_BYTES, in_fresh_process
 from .release import release_value, restore_registrations, trust_snapshot
 from .trusted import TrustSnapshot, selection_trust
+from .wire import decode_outcome, encode_value, outcome_message
 
 __all__ = ["OPERATOR_EXCEPTIONS", "RunSeeds", "StopSelection", "RunTask", "RunRules", "RunOutcome", "split_return",
            "silenced", "readonly", "release_payload", "execute_run"]
@@ -224,9 +225,10 @@ def readonly(data: Any) -> Any:
     return data
 
 
-def release_payload(parts: list, release: str, trust: TrustSnapshot | None = None) -> bytes:
-    """The run's release value, pickled: ``parts = [params, output, details]``, each rebuilt by value, checked by
-    the guard, then serialised. ``trust``: the classes trusted before the runs (None: now).
+def release_payload(parts: list, release: str, trust: TrustSnapshot | None = None,
+                    encode: Callable[[tuple], bytes] | None = None) -> bytes:
+    """The run's release value, pickled (or ``encode``d): ``parts = [params, output, details]``, each rebuilt by
+    value, checked by the guard, then serialised. ``trust``: the classes trusted before the runs (None: now).
 
     Consumes ``parts`` (each original is replaced by its release value, then the list is emptied), so that
     at most two copies of an output are alive at once. Raises what refuses it (``ReleaseRefusedError``,
@@ -235,6 +237,8 @@ def release_payload(parts: list, release: str, trust: TrustSnapshot | None = Non
     for position, root in enumerate(("params", "output", "details")):
         parts[position] = guard_release(release_value(parts[position], root, release, trust), root, release)
     try:
+        if encode is not None:
+            return encode(tuple(parts))
         return pickle.dumps(tuple(parts), protocol=pickle.HIGHEST_PROTOCOL)
     finally:
         parts.clear()
@@ -245,17 +249,45 @@ def execute_run(task: RunTask, data: Any, rules: RunRules, driver_pid: int, inde
     """One run, inside its own boundary; a failed run comes back as NaN with nothing else. Runs on the worker.
 
     With ``rules.isolate``, the run executes in a fresh forked process (a run that exits, is
-    killed or leaves threads behind scores worst). Only the operator's exceptions
-    (``OPERATOR_EXCEPTIONS``) propagate; everything else ends as the score.
+    killed or leaves threads behind scores worst) and sends its outcome back as data
+    ([`privselect.tuning.wire`][privselect.tuning.wire]); here the value is parsed, validated against the
+    allowlist again and given this run's index. Only the operator's exceptions (``OPERATOR_EXCEPTIONS``)
+    propagate; everything else ends as the score.
     """
     if rules.isolate:
-        return in_fresh_process(_bounded_run, (task, data, rules, driver_pid, index, seeds),
-                                RunOutcome(index, math.nan))
+        message = in_fresh_process(_isolated_run, (task, data, rules, driver_pid, index, seeds))
+        return _checked_outcome(index, message, rules, driver_pid)
     return _bounded_run(task, data, rules, driver_pid, index, seeds)
 
 
+def _isolated_run(task: RunTask, data: Any, rules: RunRules, driver_pid: int, index: int, seeds: RunSeeds) -> bytes:
+    """In the isolated child: the bounded run, its value encoded as data; the message."""
+    outcome = _bounded_run(task, data, rules, driver_pid, index, seeds,
+                           encode=lambda parts: encode_value(parts, MAX_MESSAGE_BYTES))
+    return outcome_message(outcome.score, outcome.payload)
+
+
+def _checked_outcome(index: int, message: bytes | None, rules: RunRules, driver_pid: int) -> RunOutcome:
+    """The caller's outcome of an isolated run: its message parsed (no code runs) and its value rebuilt and guarded
+    again here, pickled by the caller; a missing, malformed or refused one is a failed run."""
+    if message is None:
+        return RunOutcome(index, math.nan)
+    try:
+        score, parts = decode_outcome(message)
+        message = None
+        if type(parts) is not tuple or len(parts) != 3 or not math.isfinite(score):
+            return RunOutcome(index, math.nan)
+        if rules.registrations:
+            restore_registrations(rules.registrations)
+        with silenced() if os.getpid() != driver_pid else contextlib.nullcontext():  # the driver's is on already
+            payload = release_payload(list(parts), rules.release, rules.trust())
+    except Exception:  # noqa: BLE001 - the release rules: a message that is not released is a failed run
+        return RunOutcome(index, math.nan)
+    return RunOutcome(index, score, payload)
+
+
 def _bounded_run(task: RunTask, data: Any, rules: RunRules, driver_pid: int, index: int,
-                 seeds: RunSeeds) -> RunOutcome:
+                 seeds: RunSeeds, encode: Callable[[tuple], bytes] | None = None) -> RunOutcome:
     """The run, its conversion, guard and pickling inside one ``try`` and one silence; then the garbage collected.
 
     The silence is the driver's for in-process backends (``silenced`` is process-wide, so it is
@@ -280,7 +312,7 @@ def _bounded_run(task: RunTask, data: Any, rules: RunRules, driver_pid: int, ind
                 score += _score_noise(rules.score_noise, np.random.Generator(np.random.PCG64(seeds.noise)))
             if math.isfinite(score):
                 parts, params, output, details = [params, output, details], None, None, None
-                payload = release_payload(parts, rules.release, trust)
+                payload = release_payload(parts, rules.release, trust, encode)
         except OPERATOR_EXCEPTIONS:
             raise
         except BaseException:  # noqa: BLE001 - the release rules: drop it (StopSelection and CancelledError too)

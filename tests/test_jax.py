@@ -72,3 +72,25 @@ def test_jax_privacy_events_read_as_the_descriptions_they_state():
     untruncated = accounting.truncated_dpsgd_event(1.1, 1000, sampling_prob=q, num_examples=n,
                                                    truncated_batch_size=n + 1)
     assert ps.from_dp_event(untruncated) == ps.dpsgd(noise_multiplier=1.1, sample_rate=q, steps=1000)
+
+
+def test_a_dp_keras_config_run_is_the_poisson_description_jax_privacy_accounts():
+    """jax-privacy's DPKerasConfig (Poisson sampling in fit): one run (sigma, steps, effective batch) is
+    ps.dpsgd's description; its epsilon matches jax-privacy's own DP-SGD accountant (PLD) within 1%."""
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    keras_api = pytest.importorskip("jax_privacy.keras_api")
+    from jax_privacy.accounting import accountants, analysis
+
+    config = keras_api.DPKerasConfig(epsilon=3.0, delta=1e-5, clipping_norm=1.0, batch_size=128,
+                                     gradient_accumulation_steps=2, train_steps=2000, train_size=60000,
+                                     noise_multiplier=1.1, poisson_sampling_in_fit=True)
+    run = ps.dpsgd(noise_multiplier=config.noise_multiplier, batch_size=config.effective_batch_size,
+                   dataset_size=config.train_size, steps=config.train_steps)
+    assert run == ps.Gaussian(1.1).poisson_subsample(256 / 60000).compose(2000)
+    accountant = analysis.DpsgdTrainingAccountant(
+        dp_accountant_config=accountants.PldAccountantConfig(value_discretization_interval=1e-4))
+    params = analysis.DpParams(noise_multipliers=1.1, num_samples=60000, delta=1e-5, batch_size=256)
+    peer = accountant.compute_epsilon(num_updates=2000, dp_params=params)
+    assert float(ps.privacy_profile(run).epsilon(1e-5)) == pytest.approx(peer, rel=1e-2)

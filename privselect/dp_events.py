@@ -170,17 +170,21 @@ def _randomized_response(event, relation: NeighbouringRelation) -> Mechanism:
     return PureDP(epsilon, relation=relation)
 
 
+def binomial_tail_bounds(n: int, rate: float, at_least: np.ndarray) -> np.ndarray:
+    """Proven upper bounds on P[Binomial(n, rate) >= b] for each b of ``at_least`` (Chernoff-Hoeffding:
+    exp(-n KL(b/n || rate)) for b/n > rate; 1 otherwise; 0 for b > n), with a relative margin for rounding."""
+    b = np.asarray(at_least, dtype=float)
+    a = np.clip(b / n, 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        upper = np.where(a < 1.0, (1.0 - a) * np.log((1.0 - a) / (1.0 - rate)), 0.0) if rate < 1 else 0.0
+        kl = a * np.log(a / rate) + upper
+        bound = np.where(a > rate, np.exp(-n * kl * (1.0 - 1e-9)), 1.0)
+    return np.where(b > n, 0.0, np.minimum(bound, 1.0))
+
+
 def truncation_probability(dataset_size: int, rate: float, batch_size: int) -> float:
-    """A proven upper bound on P[Binomial(dataset_size, rate) >= batch_size] (Chernoff-Hoeffding:
-    exp(-n KL(b/n || q)) for b/n > q; 1 otherwise), with a relative margin for rounding."""
-    n, q, b = dataset_size, rate, batch_size
-    if b > n:
-        return 0.0
-    a = b / n
-    if a <= q:
-        return 1.0
-    kl = a * math.log(a / q) + (0.0 if a == 1.0 else (1.0 - a) * math.log((1.0 - a) / (1.0 - q)))
-    return min(1.0, math.exp(-n * kl * (1.0 - 1e-9)))
+    """A proven upper bound on P[Binomial(dataset_size, rate) >= batch_size] (``binomial_tail_bounds``)."""
+    return float(binomial_tail_bounds(dataset_size, rate, np.array([batch_size]))[0])
 
 
 #: P[more than m truncated steps] at which the truncated event's description stops counting (added to delta).
@@ -215,7 +219,7 @@ def _truncated_subsampled_gaussian(event, relation: NeighbouringRelation, count:
     p = truncation_probability(n, q, b)
     if p == 0.0:
         return steps(sigma).compose(count)
-    tails = np.array([truncation_probability(count, p, m + 1) for m in range(count)] + [0.0])
+    tails = np.append(binomial_tail_bounds(count, p, np.arange(1, count + 1)), 0.0)  # P[J > m], m = 0..count
     m = int(np.argmax(tails <= TRUNCATION_TAIL))
     parts: list[Mechanism] = [steps(sigma).compose(count - m)] if m < count else []
     parts += [steps(sigma / 2).compose(m)] if m > 0 else []

@@ -477,6 +477,17 @@ def _demo(args: argparse.Namespace) -> int:
 # -- parser ------------------------------------------------------------------------------
 
 
+def _sampling(value: str) -> str:
+    """--sampling: a shuffling sampler is refused with the reason (not certified) and the certified samplers."""
+    from .mechanisms import refuse_uncertified_sampling
+
+    try:
+        refuse_uncertified_sampling(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
 def _add_run_flags(parser: argparse.ArgumentParser, sigma_help: str) -> None:
     """The flags describing one run (Opacus / TF-Privacy vocabulary) and --delta, shared by certify and calibrate."""
     run = parser.add_argument_group("one run")
@@ -491,9 +502,10 @@ def _add_run_flags(parser: argparse.ArgumentParser, sigma_help: str) -> None:
     rate.add_argument("--batch-size", type=_POSITIVE_INT, metavar="B",
                       help="expected batch size; with --dataset-size, the rate is B / N")
     run.add_argument("--dataset-size", type=_POSITIVE_INT, metavar="N", help="number of records (with --batch-size)")
-    run.add_argument("--sampling", choices=["poisson", "without_replacement"], default="poisson",
+    run.add_argument("--sampling", type=_sampling, choices=["poisson", "without_replacement"], default="poisson",
                      help="how batches are drawn: poisson (Opacus; the DP-SGD accountants' assumption) or "
-                          "without_replacement (shuffled fixed-size batches, replace-one neighbours)")
+                          "without_replacement (a fixed-size batch drawn afresh at every step, replace-one "
+                          "neighbours); shuffling is refused (not certified)")
     length = run.add_mutually_exclusive_group()
     length.add_argument("--steps", type=_POSITIVE_INT, metavar="T", help="number of noisy steps")
     length.add_argument("--epochs", type=_POSITIVE, metavar="E",

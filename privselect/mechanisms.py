@@ -40,6 +40,9 @@ from . import _validation as check
 __all__ = [
     "NeighbouringRelation",
     "dpsgd",
+    "CERTIFIED_SAMPLERS",
+    "refuse_uncertified_sampling",
+    "uncertified_sampling_message",
     "mechanism_from_dict",
     "Mechanism",
     "Gaussian",
@@ -448,6 +451,24 @@ def compose(*mechanisms: Mechanism) -> Composition:
 # ----------------------------------------------------------------------------------------
 
 
+#: Samplers privselect certifies, and the names of the ones it refuses with the reason.
+CERTIFIED_SAMPLERS = ("poisson", "without_replacement", "random_allocation")
+UNCERTIFIED_SAMPLERS = ("shuffle", "shuffled", "shuffling")
+
+
+def uncertified_sampling_message(what: str) -> str:
+    """Why ``what`` (a sampler privselect does not describe) gets no certificate, and what it certifies."""
+    return (f"{what} is not certified: shuffle-and-partition (each record once per epoch, fixed batch sizes) has "
+            "no certified privacy upper bound, and the Poisson number is not one for it; privselect certifies "
+            f"the samplers {', '.join(CERTIFIED_SAMPLERS)}: draw the batches with one of them")
+
+
+def refuse_uncertified_sampling(sampling: object) -> None:
+    """Raise ValueError (naming ``sampling``) for a shuffling sampler, which privselect does not certify."""
+    if isinstance(sampling, str) and sampling.lower() in UNCERTIFIED_SAMPLERS:
+        raise ValueError(uncertified_sampling_message(f"sampling={sampling!r}"))
+
+
 def dpsgd(*, noise_multiplier: float, sample_rate: float | None = None, batch_size: int | None = None,
           dataset_size: int | None = None, steps: int | None = None, epochs: float | None = None,
           sampling: str = "poisson") -> Mechanism:
@@ -457,8 +478,9 @@ def dpsgd(*, noise_multiplier: float, sample_rate: float | None = None, batch_si
     and ``steps`` or ``epochs`` (steps = ceil(epochs / rate), never fewer than trained).
     ``noise_multiplier`` is the noise std over the clipping norm (the add/remove sensitivity).
     ``sampling`` is ``"poisson"`` (Opacus, TF-Privacy's DP-SGD accountant) or
-    ``"without_replacement"`` (shuffled fixed-size batches; privacy from the replace-one
-    description, Zhu, Dong, Wang 2022, Thm 11(2)).
+    ``"without_replacement"`` (a fixed-size batch drawn afresh from all records at every step;
+    privacy from the replace-one description, Zhu, Dong, Wang 2022, Thm 11(2)). Shuffling
+    (``"shuffle"``: each record once per epoch, fixed batches) has no certified bound and is refused.
     """
     sigma = check.positive("noise_multiplier", noise_multiplier)
     if (sample_rate is None) == (batch_size is None):
@@ -481,6 +503,7 @@ def dpsgd(*, noise_multiplier: float, sample_rate: float | None = None, batch_si
         count = check.positive_int("steps", steps)
     else:
         count = max(1, math.ceil(check.positive("epochs", epochs) / rate))
+    refuse_uncertified_sampling(sampling)
     if sampling not in ("poisson", "without_replacement"):
         raise ValueError(f"sampling must be 'poisson' or 'without_replacement', got {sampling!r}")
     step: Mechanism = Gaussian(sigma)

@@ -148,17 +148,17 @@ def test_laplace_at_the_default_rate_runs_as_the_issue_wrote_it(capsys):
 
 
 def test_laplace_without_replacement_is_the_replace_one_description(capsys):
-    """Shuffled fixed-size batches of a Laplace run: the library's replace-one description, which costs
+    """Fixed-size batches drawn afresh at every step of a Laplace run: the library's replace-one description, which costs
     more than Poisson sampling's add/remove at the same rate."""
     flags = ["certify", "--mechanism", "laplace", "--scale", "2", "--batch-size", "64", "--dataset-size", "6400",
              "--steps", "50", "--json"]
     code, out = _run([*flags, "--sampling", "without_replacement"], capsys)
-    shuffled = json.loads(out)
+    fixed = json.loads(out)
     expected = ps.Laplace(2.0).sample_without_replacement(0.01).compose(50)
-    assert code == 0 and shuffled["one_run"]["sampling"] == "without_replacement"
-    assert shuffled["epsilon"] == pytest.approx(float(ps.privacy_profile(expected).epsilon(1e-5)), rel=1e-12)
+    assert code == 0 and fixed["one_run"]["sampling"] == "without_replacement"
+    assert fixed["epsilon"] == pytest.approx(float(ps.privacy_profile(expected).epsilon(1e-5)), rel=1e-12)
     code, out = _run(flags, capsys)
-    assert code == 0 and shuffled["epsilon"] > json.loads(out)["epsilon"]
+    assert code == 0 and fixed["epsilon"] > json.loads(out)["epsilon"]
 
 
 @pytest.mark.slow  # seconds per case, measured: the slow tier runs it

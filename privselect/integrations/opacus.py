@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import _validation as check
-from ..mechanisms import Mechanism, dpsgd
+from ..mechanisms import Mechanism, dpsgd, uncertified_sampling_message
 from ..tuning.globalstate import MT_WORDS, mt19937_torch_state
 
 __all__ = ["description", "sample_rate_of", "steps_per_epoch", "generator", "generators", "OpacusGenerators", "weights"]
@@ -68,7 +68,7 @@ def steps_per_epoch(data_loader: Any) -> int:
 
 def description(noise_multiplier: float, *, sample_rate: float | None = None, data_loader: Any = None,
                 epochs: int | None = None, steps: int | None = None, batch_size: int | None = None,
-                dataset_size: int | None = None, drop_last: bool = False) -> Mechanism:
+                dataset_size: int | None = None, drop_last: bool = False, poisson_sampling: bool = True) -> Mechanism:
     """The mechanism of one Opacus training run (Abadi et al. 2016 DP-SGD, Poisson sampling, add/remove).
 
     Give the sampling as ``sample_rate``, or ``data_loader`` (the loader handed to ``make_private``,
@@ -78,7 +78,16 @@ def description(noise_multiplier: float, *, sample_rate: float | None = None, da
     (optimizer steps taken). With a loader (or its sizes) and ``epochs``, ``steps = epochs *
     steps_per_epoch``, as Opacus's accountant counts them; with ``sample_rate`` and ``epochs``,
     ``steps = epochs * int(1 / q)``.
+
+    ``poisson_sampling`` is ``make_private``'s keyword (default ``True``): with ``False``, Opacus
+    keeps the loader's own batches (shuffled or sequential, fixed sizes), which no certified
+    bound describes, so it is refused (never the Poisson numbers for it).
     """
+    if poisson_sampling is not True:
+        if poisson_sampling is False:
+            raise ValueError("poisson_sampling=False: make_private then keeps the data loader's shuffled or "
+                             "sequential fixed-size batches; " + uncertified_sampling_message("that sampler"))
+        raise TypeError(f"poisson_sampling must be True or False, got {poisson_sampling!r}")
     sizes = (batch_size, dataset_size)
     if (sizes[0] is None) != (sizes[1] is None):
         raise ValueError("give batch_size and dataset_size together (the loader's batch size and the public number "

@@ -10,8 +10,10 @@ the library version. Certificates are data: ``to_dict()`` / ``to_json()``; nothi
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,7 +187,21 @@ def tightest_bound(epsilons: dict[str, float], no_bound: Exception) -> str:
     return min(finite, key=finite.__getitem__)
 
 
-def certify(base: Mechanism | PrivacyProfile | HyperparameterMixture, k: KDistribution, delta: float, *,
+@functools.singledispatch
+def certifiable(base: Any) -> Any:
+    """``base`` as ``certify`` reads it: a description, profile or mixture as it is; a dp-accounting ``DpEvent``
+    as ``ps.from_dp_event`` describes it (add/remove neighbours). The adapter for ``DpEvent`` is registered at
+    the first event seen: an event exists only once dp_accounting is imported, so privselect never imports it."""
+    dp_event = sys.modules.get("dp_accounting.dp_event")
+    if dp_event is not None and isinstance(base, dp_event.DpEvent):
+        from ..dp_events import from_dp_event
+
+        certifiable.register(dp_event.DpEvent, from_dp_event)
+        return from_dp_event(base)
+    return base
+
+
+def certify(base: Mechanism | PrivacyProfile | HyperparameterMixture | Any, k: KDistribution, delta: float, *,
             bound: str | None = None, accountant: str | Accountant = "auto", base_epsilon: float | None = None, **accountant_options: Any) -> Certificate:
     """Certify "release the best of K runs of ``base``" at ``delta``: the smallest valid epsilon.
 
@@ -195,8 +211,10 @@ def certify(base: Mechanism | PrivacyProfile | HyperparameterMixture, k: KDistri
     ``accountant`` (default ``"auto"``) and its options build the base profile when ``base`` is a
     mechanism description; the certificate names the accountant that gave the answer. A [`HyperparameterMixture`][privselect.selection.certify.HyperparameterMixture] (the law of a
     run's mechanism when hyperparameters change the privacy) is certified by the smaller of the
-    averaged-profile bound and KRW Cor. 6.2 (``base_epsilon`` = ε_Q, searched when None).
+    averaged-profile bound and KRW Cor. 6.2 (``base_epsilon`` = ε_Q, searched when None). A dp-accounting
+    ``DpEvent`` (``dpsgd_event(...)``, any event ``ps.from_dp_event`` maps) is certified as its description.
     """
+    base = certifiable(base)
     if "method" in accountant_options:
         raise TypeError("certify: the keyword method= was renamed: choose the bound family with bound= "
                         f"(one of {FAMILIES}) and the accountant with accountant=")

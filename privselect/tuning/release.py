@@ -223,7 +223,16 @@ def _register_sklearn(module: Any) -> None:
         return fresh
 
 
-_LAZY: dict[str, Callable[[Any], None]] = {"torch": _register_torch, "sklearn.base": _register_sklearn}
+def _register_jax(jax: Any) -> None:
+    @_convert.register(jax.Array)
+    def _(obj: Any, walk: _Walk, path: str, depth: int) -> Any:
+        if jax.dtypes.issubdtype(obj.dtype, jax.dtypes.prng_key):
+            raise walk.refuse(obj, path, "is a JAX PRNG key array (the run's randomness)")
+        return walk.convert(np.array(obj, copy=True), path, depth)  # released as a numpy array
+
+
+_LAZY: dict[str, Callable[[Any], None]] = {"torch": _register_torch, "sklearn.base": _register_sklearn,
+                                           "jax": _register_jax}
 _PENDING: set[Callable[[Any], None]] = set(_LAZY.values())
 
 

@@ -140,3 +140,31 @@ def test_certificate_and_risk_accept_the_allocation():
     cert = ps.certify(m, ps.Geometric(10), 1e-5)
     assert math.isfinite(cert.epsilon) and cert.epsilon > ps.privacy_profile(m).epsilon(1e-5)
     assert 0 < ps.risk(m).tpr(1e-3) <= 1
+
+
+def test_fixed_bins_two_cycles_match_one_allocation_at_sigma_over_root_two():
+    # the 2 x 2 outputs of t = 2 bins over E = 2 cycles (Monte Carlo, Hoeffding at 1e-6) against the exact
+    # quadrature of one allocation at sigma / sqrt(2): the sufficiency argument of docs/trainers.md
+    sigma, eps, n, level = 1.0, 0.3, 1_000_000, 1e-6
+    rng = np.random.default_rng(7)
+    columns = [np.exp((rng.standard_normal(n) + rng.standard_normal(n)) / sigma - 1 / sigma ** 2) for _ in range(2)]
+    estimate = float(np.mean(np.maximum(1 - math.exp(eps) * (columns[0] + columns[1]) / 2, 0.0)))
+    exact = converged_delta(sigma / math.sqrt(2), 2, eps, "add")
+    assert abs(estimate - exact) <= math.sqrt(math.log(2 / level) / (2 * n))
+
+
+def test_balls_in_bins_example_reuses_one_allocation_and_tunes():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "balls_in_bins_numpy.py"
+    spec = importlib.util.spec_from_file_location("balls_in_bins_numpy", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    balls_in_bins, one_run, synthetic, tune = example.balls_in_bins, example.one_run, example.synthetic, example.tune
+    bins = balls_in_bins(1000, 20, np.random.default_rng(1))
+    assert np.array_equal(np.sort(np.concatenate(bins)), np.arange(1000))  # each record in exactly one bin
+    assert (RandomAllocation(ps.Gaussian(1.1 / math.sqrt(5)), 20, 1), 1) in one_run().parts  # one allocation
+    result = tune(synthetic(200, 5, 0), k=ps.Geometric(2), seed=3)
+    assert result.certificate.epsilon == pytest.approx(ps.certify(one_run(), ps.Geometric(2), 1e-5).epsilon)

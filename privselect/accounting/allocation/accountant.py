@@ -24,35 +24,40 @@ import math
 import time
 
 from ...errors import UnsupportedMechanismError
-from ...mechanisms import Composition, Gaussian, Mechanism, RandomAllocation
+from ...mechanisms import ADD_REMOVE, Composition, Gaussian, Mechanism, RandomAllocation
 from ..base import Accountant, register_accountant
 from ..profile import GaussianCurve, PrivacyProfile
 
 __all__ = ["Allocation", "allocation_mu_bracket"]
 
 
-def _parts(mechanism: Mechanism) -> list[tuple[RandomAllocation, int]]:
-    """The (epoch, count) pairs of a random-allocation mechanism; UnsupportedMechanismError naming any other part."""
+def _parts(mechanism: Mechanism) -> list[tuple[Mechanism, int]]:
+    """The (part, count) pairs: random-allocation epochs, and add/remove Gaussian mechanisms composed with them
+    (e.g. a noisy score); UnsupportedMechanismError naming any other part, or a mechanism with no allocation."""
     parts = mechanism.parts if isinstance(mechanism, Composition) else ((mechanism, 1),)
-    out = []
+    out: list[tuple[Mechanism, int]] = []
     for part, count in parts:
-        if not isinstance(part, RandomAllocation):
-            raise UnsupportedMechanismError(f"the allocation accountant reads RandomAllocation epochs only, "
-                                            f"got {type(part).__name__}")
-        if not isinstance(part.base, Gaussian):  # pragma: no cover - RandomAllocation checks it
-            raise UnsupportedMechanismError("the allocation accountant needs a Gaussian base")
+        if not isinstance(part, (RandomAllocation, Gaussian)) or part.relation is not ADD_REMOVE:
+            raise UnsupportedMechanismError(f"the allocation accountant reads RandomAllocation epochs and add/remove "
+                                            f"Gaussian mechanisms only, got {type(part).__name__}")
         out.append((part, int(count)))
+    if not any(isinstance(part, RandomAllocation) for part, _ in out):
+        raise UnsupportedMechanismError("the allocation accountant reads mechanisms with a RandomAllocation epoch")
     return out
 
 
 def allocation_mu_bracket(mechanism: Mechanism) -> tuple[float, float]:
-    """(mu_lower, mu_upper): the composed epochs are dominated by mu_upper-GDP and dominate the mu_lower-GDP
-    pair (module docstring); both directions."""
+    """(mu_lower, mu_upper): the composition is dominated by mu_upper-GDP and dominates the mu_lower-GDP pair
+    (module docstring; a Gaussian part adds 1 / sigma^2 to both); both directions."""
     upper_sq = lower_sq = 0.0
-    for epoch, count in _parts(mechanism):
-        sigma, t, k = epoch.base.noise_multiplier, epoch.steps, epoch.participations  # type: ignore[attr-defined]
-        upper_sq += count * k / sigma ** 2
-        lower_sq += count * k * k / (sigma ** 2 * t)
+    for part, count in _parts(mechanism):
+        if isinstance(part, RandomAllocation):
+            sigma, t, k = part.base.noise_multiplier, part.steps, part.participations  # type: ignore[attr-defined]
+            upper_sq += count * k / sigma ** 2
+            lower_sq += count * k * k / (sigma ** 2 * t)
+        else:
+            upper_sq += count / part.noise_multiplier ** 2  # type: ignore[attr-defined]
+            lower_sq += count / part.noise_multiplier ** 2  # type: ignore[attr-defined]
     return math.sqrt(lower_sq), math.sqrt(upper_sq)
 
 

@@ -168,3 +168,12 @@ def test_balls_in_bins_example_reuses_one_allocation_and_tunes():
     assert (RandomAllocation(ps.Gaussian(1.1 / math.sqrt(5)), 20, 1), 1) in one_run().parts  # one allocation
     result = tune(synthetic(200, 5, 0), k=ps.Geometric(2), seed=3)
     assert result.certificate.epsilon == pytest.approx(ps.certify(one_run(), ps.Geometric(2), 1e-5).epsilon)
+
+
+def test_calibrate_noise_meets_the_target_under_random_allocation():
+    sigma = ps.calibrate_noise(10.0, 1e-5, batch_size=256, dataset_size=60_000, epochs=5, sampling="random_allocation")
+    m = ps.dpsgd(noise_multiplier=sigma, batch_size=256, dataset_size=60_000, epochs=5, sampling="random_allocation")
+    eps = ps.privacy_profile(m).epsilon(1e-5)
+    # the upper end is 5-fold composed mu = 1 / sigma GDP: its closed form at eps 10 fixes sigma
+    assert 9.9 <= eps <= 10.0
+    assert float(gaussian_delta(10.0, math.sqrt(5) / sigma)) <= 1e-5

@@ -52,6 +52,7 @@ __all__ = [
     "ApproxDP",
     "PoissonSubsampled",
     "SampledWithoutReplacement",
+    "RandomAllocation",
     "Composition",
     "compose",
 ]
@@ -139,6 +140,20 @@ class Mechanism:
     def sample_without_replacement(self, rate: float) -> SampledWithoutReplacement:
         """Run this mechanism on a uniformly random subset of size ``rate * n``."""
         return SampledWithoutReplacement(self, rate)
+
+    def random_allocation(self, steps: int, participations: int = 1) -> RandomAllocation:
+        """One epoch of ``steps`` runs in which each record joins exactly ``participations`` of them, chosen
+        uniformly without replacement and drawn afresh every epoch (compose over epochs with ``.compose``)."""
+        return RandomAllocation(self, steps, participations)
+
+    def fixed_bins_allocation(self, steps: int, cycles: int) -> RandomAllocation:
+        """jax-privacy's ``BallsInBinsSampling``: bins drawn ONCE, then ``cycles`` passes over the same ``steps``
+        batches. By sufficiency (docs/trainers.md) this is a single allocation among ``steps`` steps of a
+        Gaussian with noise multiplier sigma / sqrt(cycles), never ``cycles`` composed epochs."""
+        if not isinstance(self, Gaussian) or self.relation is not ADD_REMOVE:
+            raise ValueError("fixed_bins_allocation needs an add/remove Gaussian base")
+        cycles = check.positive_int("cycles", cycles)
+        return RandomAllocation(Gaussian(self.noise_multiplier / math.sqrt(cycles), self.sensitivity), steps, 1)
 
     def compose(self, k: int) -> Composition:
         """k-fold (adaptive) self-composition."""
@@ -342,6 +357,31 @@ class SampledWithoutReplacement(Mechanism):
 
 
 @dataclass(frozen=True, repr=False)
+class RandomAllocation(Mechanism):
+    """One epoch of random allocation (balls-in-bins redrawn per epoch): ``base`` (an add/remove Gaussian) run
+    ``steps`` times, each record in exactly ``participations`` of the steps, chosen uniformly without replacement
+    (Feldman, Shenfeld 2025, arXiv 2502.08202). Add/remove neighbours, both directions."""
+
+    base: Mechanism
+    steps: int
+    participations: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.base, Gaussian) or self.base.relation is not ADD_REMOVE:
+            raise ValueError("random_allocation needs an add/remove Gaussian base; got "
+                             f"{type(self.base).__name__}")
+        object.__setattr__(self, "steps", check.positive_int("steps", self.steps))
+        k = check.positive_int("participations", self.participations)
+        if k > self.steps:
+            raise ValueError(f"participations must be at most steps={self.steps}, got {k}")
+        object.__setattr__(self, "participations", k)
+
+    @property
+    def is_symmetric(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, repr=False)
 class Composition(Mechanism):
     """Adaptive composition of ``count`` runs of each ``mechanism`` in ``parts``.
 
@@ -479,8 +519,9 @@ def dpsgd(*, noise_multiplier: float, sample_rate: float | None = None, batch_si
     ``noise_multiplier`` is the noise std over the clipping norm (the add/remove sensitivity).
     ``sampling`` is ``"poisson"`` (Opacus, TF-Privacy's DP-SGD accountant) or
     ``"without_replacement"`` (a fixed-size batch drawn afresh from all records at every step;
-    privacy from the replace-one description, Zhu, Dong, Wang 2022, Thm 11(2)). Shuffling
-    (``"shuffle"``: each record once per epoch, fixed batches) has no certified bound and is refused.
+    privacy from the replace-one description, Zhu, Dong, Wang 2022, Thm 11(2)), or ``"random_allocation"``
+    (each record in exactly one of t = round(1 / rate) steps per epoch, redrawn every epoch; epochs composed).
+    Shuffling (``"shuffle"``: each record once per epoch, fixed batches) has no certified bound and is refused.
     """
     sigma = check.positive("noise_multiplier", noise_multiplier)
     if (sample_rate is None) == (batch_size is None):
@@ -504,9 +545,20 @@ def dpsgd(*, noise_multiplier: float, sample_rate: float | None = None, batch_si
     else:
         count = max(1, math.ceil(check.positive("epochs", epochs) / rate))
     refuse_uncertified_sampling(sampling)
+    if sampling == "random_allocation":
+        return _random_allocation_dpsgd(sigma, rate, count, epochs)
     if sampling not in ("poisson", "without_replacement"):
-        raise ValueError(f"sampling must be 'poisson' or 'without_replacement', got {sampling!r}")
+        raise ValueError(f"sampling must be 'poisson', 'without_replacement' or 'random_allocation', got {sampling!r}")
     step: Mechanism = Gaussian(sigma)
     if rate < 1.0:
         step = step.poisson_subsample(rate) if sampling == "poisson" else step.sample_without_replacement(rate)
     return step.compose(count)
+
+
+def _random_allocation_dpsgd(sigma: float, rate: float, count: int, epochs: float | None) -> Mechanism:
+    """Random allocation redrawn every epoch: t = round(1 / rate) steps per epoch (each record in exactly one),
+    ceil(epochs) epochs, or ceil(steps / t) (never fewer steps than trained), composed."""
+    t = max(1, round(1.0 / rate))
+    n_epochs = max(1, math.ceil(epochs) if epochs is not None else math.ceil(count / t))
+    epoch: Mechanism = Gaussian(sigma).random_allocation(steps=t) if t > 1 else Gaussian(sigma)
+    return epoch.compose(n_epochs)

@@ -19,6 +19,7 @@ from ..mechanisms import Mechanism
 # The registry: importing an accountant's package registers its Accountant subclass
 # (@register_accountant in <package>/accountant.py). A new accountant is one folder plus one line here.
 from . import (
+    allocation as _allocation,  # noqa: F401  (registers "allocation")
     auto as _auto,  # noqa: F401  (registers "auto")
     cf as _cf,  # noqa: F401  (registers "cf")
     exact as _exact,  # noqa: F401  (registers "exact")

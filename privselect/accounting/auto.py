@@ -522,6 +522,7 @@ class Auto(Accountant):
         fine = {**per["cf"], "max_work": max(_CF_FINE_MAX_WORK, per["cf"]["max_work"])}
         self._members["cf(fine)"] = get_accountant("cf", **fine)
         self._members["closed"] = ClosedBounds()
+        self._members["allocation"] = get_accountant("allocation")
 
     def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
         reasons = {name: acc.supports(mechanism) for name, acc in self._members.items()}
@@ -533,6 +534,8 @@ class Auto(Accountant):
             return None
         if "exact" in usable:
             return self._members["exact"].profile(mechanism)
+        if "allocation" in usable:  # random allocation: its own accountant alone (no other member reads it)
+            return self._members["allocation"].profile(mechanism)
         compositions = sum(count for _, count in mechanism.components())
         lazy = {name: self._lazy(name, mechanism, compositions) for name in usable}
 

@@ -1,0 +1,179 @@
+"""Random allocation (balls-in-bins redrawn per epoch): its description, and its certified bracket against the
+exact delta(eps) of one epoch by adaptive quadrature, a Monte Carlo interval, and closed forms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, special
+
+import privselect as ps
+from privselect.accounting import gaussian_delta
+from privselect.errors import UnsupportedMechanismError
+from privselect.mechanisms import RandomAllocation
+
+
+def _phi(z: float) -> float:
+    return math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+
+
+def _lognormal(z: float, sigma: float) -> float:
+    """X = exp(Z / sigma - 1 / (2 sigma^2)): the likelihood ratio of one step (mean 1)."""
+    return math.exp(z / sigma - 0.5 / sigma ** 2)
+
+
+def _inner(c: float, sigma: float, direction: str) -> float:
+    """E[(X - c)_+] (remove: mixture first) or E[(c - X)_+] (add), closed forms of the lognormal X."""
+    if direction == "remove":
+        if c <= 0:
+            return 1.0 - c
+        lc = math.log(c)
+        return special.ndtr(-(sigma * lc - 0.5 / sigma)) - c * special.ndtr(-(sigma * lc + 0.5 / sigma))
+    if c <= 0:
+        return 0.0
+    lc = math.log(c)
+    return c * special.ndtr(sigma * lc + 0.5 / sigma) - special.ndtr(sigma * lc - 0.5 / sigma)
+
+
+def exact_delta(sigma: float, t: int, eps: float, direction: str, tol: float = 1e-12) -> float:
+    """delta(eps) of one epoch (k = 1) by nested adaptive quadrature over t - 1 standard normals and the closed
+    form over the last: remove E[(W - e^eps)_+], add E[(1 - e^eps W)_+], W = mean of t i.i.d. X."""
+    x = math.exp(eps)
+
+    def level(partial: float, depth: int) -> float:
+        if depth == t - 1:
+            if direction == "remove":
+                return _inner(t * x - partial, sigma, direction) / t
+            return x / t * _inner(t / x - partial, sigma, direction)
+        value, _ = integrate.quad(lambda z: _phi(z) * level(partial + _lognormal(z, sigma), depth + 1),
+                                  -12, 12 + 1.0 / sigma, epsabs=tol, epsrel=tol, limit=200)
+        return value
+
+    return level(0.0, 0)
+
+
+def converged_delta(sigma: float, t: int, eps: float, direction: str) -> float:
+    """`exact_delta` with its convergence checked: two tolerances agree to 8 digits."""
+    fine, coarse = exact_delta(sigma, t, eps, direction, 1e-12), exact_delta(sigma, t, eps, direction, 1e-10)
+    assert abs(fine - coarse) <= 1e-8 * abs(fine) + 1e-14
+    return fine
+
+
+@pytest.mark.parametrize("sigma", [0.8, 2.0])
+@pytest.mark.parametrize("eps", [0.0, 0.5, 1.0])
+def test_quadrature_at_one_step_is_the_gaussian_closed_form(sigma, eps):
+    # t = 1: the epoch is the Gaussian mechanism itself (checks the integrand and the closed forms)
+    for direction in ("remove", "add"):
+        got = exact_delta(sigma, 1, eps, direction)
+        assert got == pytest.approx(float(gaussian_delta(eps, 1 / sigma)), rel=1e-9, abs=1e-15)
+
+
+@pytest.mark.parametrize("sigma", [1.0, 2.0])
+@pytest.mark.parametrize("t", [2, 3])
+@pytest.mark.parametrize("eps", [0.1, 0.5, 1.0])
+def test_bracket_contains_the_exact_delta_of_one_epoch(sigma, t, eps):
+    profile = ps.privacy_profile(ps.Gaussian(sigma).random_allocation(steps=t))
+    assert profile.accountant == "allocation"
+    for curve in profile.curves:
+        exact = converged_delta(sigma, t, eps, curve.direction)
+        lower, upper = curve.delta_bounds(np.array([eps]))
+        assert lower[0] <= exact <= upper[0]
+    # the epoch amplifies: below the single Gaussian step, above the summed steps (both exact ends)
+    both = max(converged_delta(sigma, t, eps, d) for d in ("remove", "add"))
+    assert both < float(gaussian_delta(eps, 1 / sigma))
+    assert both > float(gaussian_delta(eps, 1 / (sigma * math.sqrt(t))))
+
+
+@pytest.mark.parametrize("sigma, t, eps", [(1.0, 2, 0.3), (1.0, 5, 0.5), (0.8, 10, 1.0), (2.0, 3, 0.1),
+                                           (1.5, 100, 0.2)])
+def test_monte_carlo_interval_lies_below_the_certified_upper_bound(sigma, t, eps):
+    # add direction: (1 - e^eps W)_+ lies in [0, 1], so Hoeffding's interval at 1e-6 holds (1e6 samples)
+    rng = np.random.default_rng(20260)
+    n, level = 1_000_000, 1e-6
+    total = np.zeros(n)
+    for _ in range(t):
+        total += np.exp(rng.standard_normal(n) / sigma - 0.5 / sigma ** 2)
+    estimate = float(np.mean(np.maximum(1 - math.exp(eps) * total / t, 0.0)))
+    low_end = estimate - math.sqrt(math.log(2 / level) / (2 * n))
+    upper = ps.privacy_profile(ps.Gaussian(sigma).random_allocation(steps=t)).delta(eps)
+    assert low_end <= upper
+
+
+def test_epochs_compose_and_the_bracket_is_the_gdp_pair():
+    sigma, t, epochs = 1.1, 100, 60
+    profile = ps.privacy_profile(ps.Gaussian(sigma).random_allocation(steps=t).compose(epochs))
+    lower, upper = profile.delta_bounds(1.0)
+    assert upper == pytest.approx(float(gaussian_delta(1.0, math.sqrt(epochs) / sigma)), rel=1e-12)
+    assert lower == pytest.approx(float(gaussian_delta(1.0, math.sqrt(epochs / t) / sigma)), rel=1e-12)
+
+
+def test_fixed_bins_over_cycles_is_one_allocation_at_sigma_over_root_cycles():
+    fixed = ps.Gaussian(2.0).fixed_bins_allocation(steps=10, cycles=4)
+    assert fixed == RandomAllocation(ps.Gaussian(1.0), 10, 1)
+    assert not isinstance(fixed, ps.mechanisms.Composition)  # never E composed epochs
+
+
+def test_dpsgd_random_allocation_is_epochs_of_one_allocation():
+    m = ps.dpsgd(noise_multiplier=1.1, batch_size=256, dataset_size=60_000, epochs=3, sampling="random_allocation")
+    (epoch, count), = m.parts
+    assert epoch == RandomAllocation(ps.Gaussian(1.1), 234, 1) and count == 3
+
+
+def test_participations_beyond_steps_are_refused_by_name():
+    with pytest.raises(ValueError, match="participations"):
+        ps.Gaussian(1.0).random_allocation(steps=3, participations=4)
+    with pytest.raises(ValueError, match="Gaussian"):
+        ps.Laplace(1.0).random_allocation(steps=3)
+
+
+def test_other_accountants_refuse_the_allocation_by_name():
+    m = ps.Gaussian(1.0).random_allocation(steps=3)
+    assert "RandomAllocation" in (ps.accounting.get_accountant("pld").supports(m) or "")
+    with pytest.raises(UnsupportedMechanismError):
+        ps.privacy_profile(ps.Gaussian(1.0).poisson_subsample(0.1), accountant="allocation")
+
+
+def test_certificate_and_risk_accept_the_allocation():
+    m = ps.Gaussian(1.1).random_allocation(steps=100).compose(60)
+    cert = ps.certify(m, ps.Geometric(10), 1e-5)
+    assert math.isfinite(cert.epsilon) and cert.epsilon > ps.privacy_profile(m).epsilon(1e-5)
+    assert 0 < ps.risk(m).tpr(1e-3) <= 1
+
+
+def test_fixed_bins_two_cycles_match_one_allocation_at_sigma_over_root_two():
+    # the 2 x 2 outputs of t = 2 bins over E = 2 cycles (Monte Carlo, Hoeffding at 1e-6) against the exact
+    # quadrature of one allocation at sigma / sqrt(2): the sufficiency argument of docs/trainers.md
+    sigma, eps, n, level = 1.0, 0.3, 1_000_000, 1e-6
+    rng = np.random.default_rng(7)
+    columns = [np.exp((rng.standard_normal(n) + rng.standard_normal(n)) / sigma - 1 / sigma ** 2) for _ in range(2)]
+    estimate = float(np.mean(np.maximum(1 - math.exp(eps) * (columns[0] + columns[1]) / 2, 0.0)))
+    exact = converged_delta(sigma / math.sqrt(2), 2, eps, "add")
+    assert abs(estimate - exact) <= math.sqrt(math.log(2 / level) / (2 * n))
+
+
+def test_balls_in_bins_example_reuses_one_allocation_and_tunes():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "balls_in_bins_numpy.py"
+    spec = importlib.util.spec_from_file_location("balls_in_bins_numpy", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    balls_in_bins, one_run, synthetic, tune = example.balls_in_bins, example.one_run, example.synthetic, example.tune
+    bins = balls_in_bins(1000, 20, np.random.default_rng(1))
+    assert np.array_equal(np.sort(np.concatenate(bins)), np.arange(1000))  # each record in exactly one bin
+    assert (RandomAllocation(ps.Gaussian(1.1 / math.sqrt(5)), 20, 1), 1) in one_run().parts  # one allocation
+    result = tune(synthetic(200, 5, 0), k=ps.Geometric(2), seed=3)
+    assert result.certificate.epsilon == pytest.approx(ps.certify(one_run(), ps.Geometric(2), 1e-5).epsilon)
+
+
+def test_calibrate_noise_meets_the_target_under_random_allocation():
+    sigma = ps.calibrate_noise(10.0, 1e-5, batch_size=256, dataset_size=60_000, epochs=5, sampling="random_allocation")
+    m = ps.dpsgd(noise_multiplier=sigma, batch_size=256, dataset_size=60_000, epochs=5, sampling="random_allocation")
+    eps = ps.privacy_profile(m).epsilon(1e-5)
+    # the upper end is 5-fold composed mu = 1 / sigma GDP: its closed form at eps 10 fixes sigma
+    assert 9.9 <= eps <= 10.0
+    assert float(gaussian_delta(10.0, math.sqrt(5) / sigma)) <= 1e-5

@@ -45,7 +45,12 @@ default's eps at most 0.5% above the smaller peer (or below both), its median ti
 most 2 GB per query.
 
     python -m benchmarks.accounting [--repeat 1] [--rows DP-SGD,Laplace] [--accountants] [--corners-only]
+Few-sampled-steps block (issue 41, Must show 5): the same columns for q in {1e-6, 1e-5}, T in {1e5, 1e6},
+sigma in {0.6, 1}, delta in {1e-8, 1e-10} (a record sampled in 0.1 to 10 steps on average). Target: at most 2 s
+CPU per query (prv-accountant is not run in this block: PLD(1e-4) is the peer).
+
     python -m benchmarks.accounting --scale [--scale-steps 1e5,1e6] [--scale-rates 1e-4] [--scale-noises 0.8]
+    python -m benchmarks.accounting --few-sampled
 """
 
 from __future__ import annotations
@@ -238,6 +243,8 @@ SCALE_STEPS = (100_000, 1_000_000, 10_000_000)
 SCALE_RATES = (1e-5, 1e-4, 1e-3)
 SCALE_NOISES = (0.6, 0.8, 1.0)
 SCALE_DELTAS = (1e-5, 1e-8, 1e-10)
+#: The few-sampled-steps block (module docstring): steps, rates, noises, deltas.
+FEW_SAMPLED = ((100_000, 1_000_000), (1e-6, 1e-5), (0.6, 1.0), (1e-8, 1e-10))
 
 
 def _measured(fn):
@@ -299,7 +306,7 @@ def _pld_cells(parts, deltas):
 
 
 def scale_block(steps=SCALE_STEPS, rates=SCALE_RATES, noises=SCALE_NOISES, deltas=SCALE_DELTAS,
-                timeout: float = PEER_TIMEOUT) -> list[dict]:
+                timeout: float = PEER_TIMEOUT, with_prv: bool = True) -> list[dict]:
     """The large-scale block (module docstring): one line per cell, as it is measured. Each peer runs in a child
     process and is marked "timeout" past ``timeout`` seconds (wall) per (T, q, sigma) for the PLD and per cell
     for prv-accountant (after one timeout, the other deltas of that (T, q, sigma) are marked without a run)."""
@@ -317,7 +324,9 @@ def scale_block(steps=SCALE_STEPS, rates=SCALE_RATES, noises=SCALE_NOISES, delta
                 prv_timed_out = False
                 for delta, pld in zip(deltas, plds):
                     ours = _measured(lambda: default_epsilon(parts, delta))
-                    if prv_timed_out:  # its cost barely depends on delta: the other deltas are not run
+                    if not with_prv:
+                        prv = ("not run", math.nan, math.nan)
+                    elif prv_timed_out:  # its cost barely depends on delta: the other deltas are not run
                         prv = (f"timeout>{timeout:.0f}s", math.nan, math.nan)
                     else:
                         prv = _in_child(lambda: [_measured(lambda: prv_accountant_epsilon(parts, delta))], timeout)
@@ -364,9 +373,13 @@ def main(argv=None) -> None:
     parser.add_argument("--scale-rates", default=",".join(f"{q:g}" for q in SCALE_RATES))
     parser.add_argument("--scale-noises", default=",".join(f"{s:g}" for s in SCALE_NOISES))
     parser.add_argument("--scale-deltas", default=",".join(f"{d:g}" for d in SCALE_DELTAS))
+    parser.add_argument("--few-sampled", action="store_true", help="only the few-sampled-steps block")
     parser.add_argument("--peer-timeout", type=float, default=PEER_TIMEOUT, help="seconds before a peer cell stops")
     args = parser.parse_args(argv)
     logging.getLogger().setLevel(logging.ERROR)  # dp-accounting warns about its optimistic fallback
+    if args.few_sampled:
+        scale_block(*FEW_SAMPLED, timeout=args.peer_timeout, with_prv=False)
+        return
     if args.scale:
         def numbers(text, kind=float):
             return tuple(kind(float(x)) for x in text.split(",") if x)

@@ -21,7 +21,7 @@ import privselect as ps
 
 N_TRIALS = 8
 K_LAW = ps.Poisson(8)
-REPEATS = 3
+REPEATS = 2
 
 
 def trainable(config):
@@ -52,31 +52,35 @@ def main() -> None:
     space = {"lr": tune.loguniform(1e-4, 1e-1)}
     seed = seed_for(N_TRIALS)
 
-    def plain() -> None:
+    def plain(reuse: bool) -> None:
         with tempfile.TemporaryDirectory() as storage:
             tune.Tuner(trainable, param_space=space,
-                       tune_config=tune.TuneConfig(metric="accuracy", mode="max", num_samples=N_TRIALS),
+                       tune_config=tune.TuneConfig(metric="accuracy", mode="max", num_samples=N_TRIALS,
+                                                   reuse_actors=reuse),
                        run_config=tune.RunConfig(storage_path=storage, verbose=0)).fit()
 
-    def certified() -> None:
+    def certified(reuse: bool) -> None:
         Tuner(trainable, param_space=space, privacy=ps.Gaussian(5.0), k=K_LAW, delta=1e-5, seed=seed,
-              tune_config=tune.TuneConfig(metric="accuracy", mode="max")).fit()
+              tune_config=tune.TuneConfig(metric="accuracy", mode="max", reuse_actors=reuse)).fit()
 
-    certified()  # warm-up: the certificate is cached per Tuner, not across; imports and actors warm
-    plain()
-    times: dict[str, list[float]] = {"plain ray.tune.Tuner.fit": [], "privselect ray_tune.Tuner.fit": []}
-    for _ in range(REPEATS):
-        for name, run in (("plain ray.tune.Tuner.fit", plain), ("privselect ray_tune.Tuner.fit", certified)):
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    ray.shutdown()
-    plain_s, ours_s = (float(np.median(v)) for v in times.values())
+    certified(False)  # warm-up: imports, the object store
+    plain(False)
     print(f"{N_TRIALS} trials, median of {REPEATS} (local ray, num_cpus=2), python {sys.version.split()[0]}, "
           f"ray {ray.__version__}")
-    for name, values in times.items():
-        print(f"  {name:32s} {np.median(values):7.2f} s  ({np.median(values) / N_TRIALS:.3f} s per trial)")
-    print(f"  overhead per trial: {(ours_s - plain_s) / N_TRIALS:+.3f} s; ratio {ours_s / plain_s:.2f}x")
+    for reuse in (False, True):
+        times: dict[str, list[float]] = {"plain ray.tune.Tuner.fit": [], "privselect ray_tune.Tuner.fit": []}
+        for _ in range(REPEATS):
+            for name, run in (("plain ray.tune.Tuner.fit", plain), ("privselect ray_tune.Tuner.fit", certified)):
+                start = time.perf_counter()
+                run(reuse)
+                times[name].append(time.perf_counter() - start)
+        plain_s, ours_s = (float(np.median(v)) for v in times.values())
+        print(f" reuse_actors={reuse}")
+        for name, values in times.items():
+            print(f"  {name:32s} {np.median(values):7.2f} s  ({np.median(values) / N_TRIALS:.3f} s per trial)")
+        print(f"  overhead per trial: {(ours_s - plain_s) / N_TRIALS:+.3f} s; ratio {ours_s / plain_s:.2f}x",
+              flush=True)
+    ray.shutdown()
 
 
 if __name__ == "__main__":

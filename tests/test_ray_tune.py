@@ -309,3 +309,17 @@ def test_results_say_the_certificate_covers_the_whole_selection_not_one_run():
     revealed = PrivateStudy(BASE, K_LAW, DELTA, seed=SEED, reveal_k=True).optimize(
         lambda trial: trial.suggest_float("x", 0, 1))
     assert "K and every run released" in repr(revealed) and f"ε={revealed.certificate.epsilon:.4g}" in repr(revealed)
+
+
+def test_a_callable_privacy_reads_nested_keys_by_their_joined_names_and_is_certified_as_private_tuner_does():
+    def privacy(params):
+        return ps.Gaussian(4.0 + params["opt/m"])
+
+    ours = Tuner(trainable, param_space=SPACE, privacy=privacy, k=K_LAW, delta=DELTA,
+                 tune_config=tune.TuneConfig(metric="accuracy", mode="max"))
+    reference = PrivateTuner(reference_train, LAWS, privacy, K_LAW, DELTA)
+    assert ours.certificate == reference.certificate
+    assert ours.certificate.epsilon < ps.certify(ps.Gaussian(4.0), K_LAW, DELTA).epsilon  # the law's average
+    with pytest.raises(ValueError, match="continuous"):  # lr's law is continuous: the mixture cannot enumerate it
+        Tuner(trainable, param_space=SPACE, privacy=lambda params: ps.Gaussian(params["lr"] * 100), k=K_LAW,
+              delta=DELTA, tune_config=tune.TuneConfig(metric="accuracy", mode="max"))

@@ -89,6 +89,7 @@ from ..tuning.space import (
     validate_space,
 )
 from ..tuning.tuner import adaptive_certificate, check_signature
+from .coverage import covers
 from .optuna_trial import _PRUNING, PrivateTrial, _optuna, search_law
 
 __all__ = ["RELEASED_TRIAL_TIME", "PrivateStudy", "PrivateStudyResult"]
@@ -118,9 +119,9 @@ class PrivateStudyResult:
     def __repr__(self) -> str:
         k = "" if self.n_trials is None else f", n_trials={self.n_trials}"
         if not self.selected:
-            return f"PrivateStudyResult(nothing selected (K = 0){k}, certificate={self.certificate})"
-        return (f"PrivateStudyResult(best_params={self.best_params!r}, best_value={self.best_value!r}{k}, "
-                f"certificate={self.certificate})")
+            return f"PrivateStudyResult(nothing selected (K = 0){k}; {covers(self.certificate)})"
+        return (f"PrivateStudyResult(best_params={self.best_params!r}, best_value={self.best_value!r}{k}; "
+                f"{covers(self.certificate)})")
 
     def to_dict(self) -> dict[str, Any]:
         out = {"best_params": self.best_params, "best_value": self.best_value, "selected": self.selected,

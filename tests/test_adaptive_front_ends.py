@@ -77,7 +77,7 @@ def test_tuner_refuses_what_the_adaptive_certificate_does_not_cover(kwargs, word
 
 def test_tuner_refuses_poisson_k_with_the_library_error():
     tuner = ps.PrivateTuner(_train, {"lr": LogUniform(1e-4, 1.0)}, ps.Gaussian(4.0), ps.Poisson(mean=8), 1e-5,
-                            search=ps.AdaptiveSearch())
+                            search=ps.AdaptiveSearch(density_ratio=(1.5, 0.8)))
     with pytest.raises(ps.CertificationError, match="truncated negative binomial"):
         tuner.run(0.0)
 

@@ -122,6 +122,10 @@ class PrivateStudyResult:
         return (f"PrivateStudyResult(best_params={self.best_params!r}, best_value={self.best_value!r}{k}, "
                 f"certificate={self.certificate})")
 
+    @property
+    def trials(self) -> Any:
+        raise AttributeError(f"PrivateStudyResult.trials: {_NO_TRIALS}")
+
     def to_dict(self) -> dict[str, Any]:
         out = {"best_params": self.best_params, "best_value": self.best_value, "selected": self.selected,
                "certificate": self.certificate.to_dict()}
@@ -264,6 +268,19 @@ class _SearchTask:
         self.state.observe(index, score)
 
 
+@dataclass(frozen=True)
+class _LawDraws:
+    """Each trial's declared hyperparameters drawn i.i.d. from fixed laws (a public prior): no history."""
+
+    space: Mapping[str, Distribution]
+
+    def draw(self, index: int, rng: np.random.Generator) -> dict[str, Any]:
+        return {name: law.sample(rng) for name, law in self.space.items()}
+
+    def observe(self, index: int, score: float) -> None:
+        """Nothing: the laws do not learn."""
+
+
 def _direction(direction: Any) -> str:
     name = getattr(direction, "name", direction)  # optuna.study.StudyDirection.MAXIMIZE -> "MAXIMIZE"
     if isinstance(name, str) and name.lower() in ("maximize", "minimize"):
@@ -344,9 +361,16 @@ class PrivateStudy:
 
     def _check_search(self, search: Any, search_space: Any) -> tuple[AdaptiveSearch | None, dict | None]:
         if search is None:
-            if search_space is not None:
-                raise ValueError("search_space= declares the laws of an adaptive search: pass search=ps.AdaptiveSearch(...)")
-            return None, None
+            if search_space is None:
+                return None, None
+            if not isinstance(search_space, Mapping) or not search_space:
+                raise ValueError("search_space must be a dict name -> law (e.g. ps.space.from_public(...))")
+            if self._sampler is not None or self.adaptive:
+                raise ValueError("search_space= without search= draws each trial's declared hyperparameters i.i.d. "
+                                 "from its laws (e.g. a public prior): it takes no sampler= and no adaptive=True")
+            space = {name: search_law(name, law) for name, law in search_space.items()}
+            validate_space(space)
+            return None, space  # i.i.d. from these laws (a public prior costs no privacy: the certificate is i.i.d.)
         if not isinstance(search, AdaptiveSearch):
             raise TypeError(f"search must be a privselect.AdaptiveSearch, got {type(search).__name__}")
         if (self._sampler is not None or self.adaptive or self.reveal_k or self.final is not None
@@ -454,7 +478,11 @@ class PrivateStudy:
         return released(self._optimize, objective, certificate)
 
     def _optimize(self, objective: Callable[[PrivateTrial], Any], certificate: Certificate) -> PrivateStudyResult:
-        if self.search is not None:
+        if self.search is None and self.search_space is not None:  # i.i.d. from the declared laws
+            task = _SearchTask(objective, _LawDraws(self.search_space), self.search_space, self.privacy_space,
+                               self._candidate_check())
+            selected, final_output = run_pipeline(task, None, self._plan, final=self.final, tuning_rate=1.0)
+        elif self.search is not None:
             selected, final_output = self._optimize_search(objective, self.search), None
         elif self._sampler is None:
             task = _ObjectiveTask(objective, self.privacy_space, self._candidate_check())
@@ -514,6 +542,9 @@ class PrivateStudy:
             # the prior (no history yet); _check_search sets search and search_space together
             task = _SearchTask(objective_on_public_data, self.search.start(self.search_space, self._plan.direction),
                                self.search_space, self.privacy_space, self._candidate_check())
+        elif self.search_space is not None:  # i.i.d. from the declared laws (a public prior)
+            task = _SearchTask(objective_on_public_data, _LawDraws(self.search_space), self.search_space,
+                               self.privacy_space, self._candidate_check())
         try:
             selected = dry_run(task, None, self._plan)
         except _optuna().TrialPruned:

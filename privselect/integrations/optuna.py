@@ -89,7 +89,7 @@ from ..tuning.space import (
     validate_space,
 )
 from ..tuning.tuner import adaptive_certificate, check_signature
-from .optuna_trial import _PRUNING, PrivateTrial, _optuna, search_law
+from .optuna_trial import _PRUNING, PrivateTrial, _optuna, _Refused, search_law
 
 __all__ = ["RELEASED_TRIAL_TIME", "PrivateStudy", "PrivateStudyResult"]
 
@@ -279,6 +279,46 @@ class _LawDraws:
 
     def observe(self, index: int, score: float) -> None:
         """Nothing: the laws do not learn."""
+
+
+class _ProbeDone(BaseException):
+    """Every declared hyperparameter was suggested: the law probe stops the objective here."""
+
+
+class _LawProbe(PrivateTrial):
+    """A trial that answers the objective's suggestions from the declared laws (fresh public generator) and stops
+    it once every declared hyperparameter was suggested, before it trains: it checks the laws the code names."""
+
+    def __init__(self, space: Mapping[str, Distribution], privacy_space: Mapping[str, Distribution] | None) -> None:
+        rng = np.random.default_rng()
+        super().__init__(-1, rng, rng, privacy_space=privacy_space,
+                         preset=(space, {name: law.sample(rng) for name, law in space.items()}))
+        self._declared = set(space) | set(privacy_space or {})
+
+    def _suggest(self, name, law, optuna_distribution, adaptive_call):
+        value = super()._suggest(name, law, optuna_distribution, adaptive_call)
+        if self._declared <= set(self.params):
+            raise _ProbeDone()
+        return value
+
+
+def check_declared_laws(objective: Callable[[PrivateTrial], Any], space: Mapping[str, Distribution],
+                        privacy_space: Mapping[str, Distribution] | None) -> None:
+    """Before any trial: run the objective on a law probe up to its last declared suggestion and raise the first
+    law mismatch (a TrainerContractError naming the hyperparameter and both laws, constants of the code). The
+    probe stops before training, its output is dropped and it is silenced; the laws an objective suggests must be
+    fixed by its code (an objective that chose a law from the data would make this verdict depend on it)."""
+    probe = _LawProbe(space, privacy_space)
+    with silenced():
+        try:
+            objective(probe)
+        except (_ProbeDone, _Refused):
+            pass
+        except Exception:  # noqa: BLE001 - the objective's own failure: the trials will score it, not this check
+            pass
+    if isinstance(probe.refusal, TrainerContractError):
+        raise TrainerContractError(f"{probe.refusal} (checked before any trial, on the code's suggest_* calls; "
+                                   "nothing ran on the data's results)") from None
 
 
 def _direction(direction: Any) -> str:
@@ -475,13 +515,15 @@ class PrivateStudy:
             raise TypeError("objective must be callable: objective(trial) -> value or (value, output)")
         check_signature(objective, ("trial",), "objective")
         certificate = self.certificate
+        if self.search_space is not None:  # a law mismatch is the code's: named now, before any trial
+            check_declared_laws(objective, self.search_space, self.privacy_space)
         return released(self._optimize, objective, certificate)
 
     def _optimize(self, objective: Callable[[PrivateTrial], Any], certificate: Certificate) -> PrivateStudyResult:
         if self.search is None and self.search_space is not None:  # i.i.d. from the declared laws
-            task = _SearchTask(objective, _LawDraws(self.search_space), self.search_space, self.privacy_space,
-                               self._candidate_check())
-            selected, final_output = run_pipeline(task, None, self._plan, final=self.final, tuning_rate=1.0)
+            drawn = _SearchTask(objective, _LawDraws(self.search_space), self.search_space, self.privacy_space,
+                                self._candidate_check())
+            selected, final_output = run_pipeline(drawn, None, self._plan, final=self.final, tuning_rate=1.0)
         elif self.search is not None:
             selected, final_output = self._optimize_search(objective, self.search), None
         elif self._sampler is None:
@@ -537,7 +579,7 @@ class PrivateStudy:
         synthetic data. Fresh seeds are used (never the secret ``seed``); K is not drawn.
         """
         check_signature(objective_on_public_data, ("trial",), "objective")
-        task: Any = _ObjectiveTask(objective_on_public_data, self.privacy_space, self._candidate_check())
+        task: _ObjectiveTask | _SearchTask = _ObjectiveTask(objective_on_public_data, self.privacy_space, self._candidate_check())
         if self.search is not None and self.search_space is not None:  # the adaptive search's first trial: its law is
             # the prior (no history yet); _check_search sets search and search_space together
             task = _SearchTask(objective_on_public_data, self.search.start(self.search_space, self._plan.direction),

@@ -90,7 +90,7 @@ class Procedure:
         if self.final is not None:
             from .pipeline import certify_pipeline
 
-            final = mechanism if self.final == "same" else self.final
+            final = self.final if isinstance(self.final, Mechanism) else mechanism  # "same": the calibrated run
             return certify_pipeline(run, self.k, delta, final=final, accountant=self.accountant)
         return certify(run, self.k, delta, bound=self.bound, accountant=self.accountant)
 

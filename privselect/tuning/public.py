@@ -81,7 +81,7 @@ class PublicPrior(Distribution):
         t = min(max(centre + self.bandwidth * u, 0.0), 1.0)
         low, high, log = self._bounds()
         value = low + t * (high - low)
-        return float(min(max(math.exp(value), self.base.low), self.base.high)) if log else float(value)
+        return float(min(max(math.exp(value), math.exp(low)), math.exp(high))) if log else float(value)
 
     def density(self, values: np.ndarray) -> np.ndarray:
         """Density of a continuous prior at ``values`` (per unit of the (log) coordinate scaled to [0, 1])."""

@@ -8,6 +8,7 @@ independently of the calibration (``ps.certify_adaptive``, ``ps.certify`` of the
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -118,3 +119,17 @@ def test_a_pipeline_certificate_risk_counts_the_final_run():
     assert with_final.tpr(1e-3) > alone.tpr(1e-3)
     assert with_final.tpr(1e-3) >= one_more.tpr(1e-3) * (1 - 1e-9)
     assert math.isfinite(with_final.advantage)
+
+
+def test_the_command_line_calibrates_the_same_procedure(capsys):
+    from privselect.cli import main
+
+    assert main(["calibrate", "--epsilon", "3", "--delta", "1e-5", "--k", "geometric:10", "--sample-rate", "0.01",
+                 "--steps", "100", "--search-ratio", "1.5", "0.8", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    sigma = ps.calibrate_noise(3.0, DELTA, k=K, search=RATIO, **SUBSAMPLED)
+    assert report["noise_multiplier"] == sigma and report["epsilon"] <= 3.0
+    assert report["epsilon"] == _certificate("search", sigma, SUBSAMPLED).epsilon
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--epsilon", "3", "--sample-rate", "0.01", "--steps", "100", "--final"])
+    assert "--k" in capsys.readouterr().err

@@ -25,6 +25,7 @@ EXPERIMENTS: dict[str, str] = {
     "tradeoff": "experiments.tradeoff",
     "linear_regression": "experiments.linear_regression",
     "subsampled_tuning": "experiments.subsampled_tuning",
+    "narrow_landscape": "experiments.narrow_landscape",
 }
 
 #: Short names accepted by `run` and the command line.

@@ -354,6 +354,8 @@ def tuning_profile(certificate: Any, **accountant_options: Any) -> PrivacyProfil
     carried = certificate.profile
     if carried is not None:
         return carried
+    if is_pipeline(certificate):  # a final run or a subsample: the selection profile alone would leave them out
+        return None
     if certificate.bound not in ("profile", "rdp") or not isinstance(certificate.base, Mechanism):
         return None
     from .selection.bounds import selection_profile, unsupported_reason
@@ -362,6 +364,11 @@ def tuning_profile(certificate: Any, **accountant_options: Any) -> PrivacyProfil
         return None
     options = {"accountant": "auto", **accountant_options}
     return selection_profile(privacy_profile(certificate.base, **options), certificate.k)
+
+
+def is_pipeline(certificate: Any) -> bool:
+    """A ``certify_pipeline`` certificate (a final run or a subsampled tuning): only its own profile bounds it."""
+    return any(str(note).startswith("pipeline:") for note in certificate.notes)
 
 
 def unsupported_reason_mixture(k) -> str | None:
@@ -377,7 +384,7 @@ def tuning_profiles(certificate: Any, **accountant_options: Any) -> tuple[Privac
     KRW's selection bound near eps = 0, hence for the advantage and large FPRs)."""
     main = tuning_profile(certificate, **accountant_options)
     out = () if main is None else (main,)
-    if certificate.bound == "mixture" or not isinstance(certificate.base, Mechanism):
+    if certificate.bound == "mixture" or not isinstance(certificate.base, Mechanism) or is_pipeline(certificate):
         return out
     from .errors import CertificationError
     from .selection.bounds import applicable_bound

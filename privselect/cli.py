@@ -319,10 +319,33 @@ def _risk_target(args: argparse.Namespace) -> Any:
     return RiskTarget(advantage=args.advantage)
 
 
+def _procedure_options(args: argparse.Namespace) -> dict[str, Any]:
+    """--score-noise, --search-ratio, --final and --no-progress as calibrate_noise's arguments."""
+    from .mechanisms import Gaussian, Laplace
+
+    options: dict[str, Any] = {"progress": not args.no_progress}
+    if args.score_noise is not None:
+        kind, _, value = args.score_noise.partition(":")
+        laws = {"laplace": Laplace, "gaussian": Gaussian}
+        try:
+            options["score_noise"] = laws[kind.lower()](float(value))
+        except (KeyError, ValueError, TypeError):
+            raise ValueError(f"argument --score-noise: expected laplace:SCALE or gaussian:NOISE_MULTIPLIER (each run's "
+                             f"score noise, sensitivity 1), got {args.score_noise!r}") from None
+    if args.search_ratio is not None:
+        options["search"] = tuple(args.search_ratio)
+    if args.final:
+        options["final"] = "same"
+    if len(options) > 1 and args.k is None:
+        raise ValueError("argument --k: --score-noise, --search-ratio and --final describe a tuning: give --k")
+    return options
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     from .accounting import privacy_profile
     from .mechanisms import dpsgd
-    from .selection import calibrate_noise, calibrate_steps, certify
+    from .selection import calibrate_noise, calibrate_steps
+    from .selection.calibration_target import Procedure
 
     target = _risk_target(args)
     if target is not None:
@@ -337,9 +360,14 @@ def _calibrate(args: argparse.Namespace) -> int:
     k = _k_from_spec(args.k) if args.k is not None else None
     accountant = args.accountant or "auto"
     options = {"k": k, "sampling": args.sampling, "accountant": accountant}
+    extra = _procedure_options(args)
     if args.noise_multiplier is None:
-        solved, sigma = "noise_multiplier", calibrate_noise(args.epsilon, args.delta, **sampling, **length, **options)
+        solved, sigma = "noise_multiplier", calibrate_noise(args.epsilon, args.delta, **sampling, **length, **options,
+                                                            **extra)
     else:
+        if len(extra) > 1:
+            raise ValueError("argument --noise-multiplier: the steps are calibrated for the plain best of K; "
+                             "--score-noise, --search-ratio and --final calibrate the noise multiplier")
         if args.steps is not None or args.epochs is not None:
             raise ValueError("argument --noise-multiplier: with --steps or --epochs nothing is left to calibrate "
                              "(give the noise multiplier to calibrate the steps, or the length to calibrate the noise)")
@@ -350,7 +378,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     if k is None:
         epsilon = float(privacy_profile(mechanism, accountant=accountant).epsilon(args.delta))
     else:
-        epsilon = float(certify(mechanism, k, args.delta, accountant=accountant).epsilon)
+        procedure = {name: value for name, value in extra.items() if name != "progress"}
+        epsilon = Procedure(k, args.delta, accountant=accountant, **procedure).epsilon(mechanism)
     report = {"solved_for": solved, "noise_multiplier": sigma, "steps": steps, "epochs": steps * rate,
               "sample_rate": rate, "sampling": args.sampling, "target_epsilon": args.epsilon, "delta": args.delta,
               "epsilon": epsilon, "k": None if k is None else k.to_dict(), "accountant": accountant,
@@ -380,11 +409,9 @@ def _printed_json_or_header(args: argparse.Namespace, report: dict, mechanism: A
 
 def _calibrate_risk(args: argparse.Namespace, target: Any) -> int:
     """calibrate with a risk target: the smallest noise multiplier whose certified risk meets it."""
-    from .accounting import privacy_profile
-    from .attack_risk import Risk
     from .mechanisms import dpsgd
     from .selection import calibrate_noise
-    from .selection.bounds import selection_profile
+    from .selection.calibration_target import Procedure
 
     if args.mechanism != "gaussian" or args.scale is not None:
         raise ValueError("argument --mechanism: calibrate finds a Gaussian noise multiplier (DP-SGD)")
@@ -394,12 +421,11 @@ def _calibrate_risk(args: argparse.Namespace, target: Any) -> int:
     sampling, length, rate, steps = _schedule(args)
     k = _k_from_spec(args.k) if args.k is not None else None
     accountant = args.accountant or "auto"
-    sigma = calibrate_noise(target, **sampling, **length, k=k, sampling=args.sampling, accountant=accountant)
+    extra = _procedure_options(args)
+    sigma = calibrate_noise(target, **sampling, **length, k=k, sampling=args.sampling, accountant=accountant, **extra)
     mechanism = dpsgd(noise_multiplier=sigma, **sampling, **length, sampling=args.sampling)
-    profile = privacy_profile(mechanism, accountant=accountant)
-    if k is not None:
-        profile = selection_profile(profile, k)
-    achieved = target.value(Risk(profiles=(profile,)))
+    procedure = {name: value for name, value in extra.items() if name != "progress"}
+    achieved = Procedure(k, None, accountant=accountant, **procedure).risk_value(target, mechanism)  # ps.risk of it
     report = {"solved_for": "noise_multiplier", "noise_multiplier": sigma, "steps": steps, "epochs": steps * rate,
               "sample_rate": rate, "sampling": args.sampling, "target": str(target),
               "target_tpr": target.tpr, "target_fpr": target.fpr, "target_advantage": target.advantage,
@@ -550,6 +576,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="accountant whose certificate meets the target (default: auto)")
     calib.add_argument("--k", type=_k_spec, metavar="LAW:MEAN",
                        help="calibrate the whole tuning: the best of K runs, K ~ LAW with that mean (e.g. geometric:10)")
+    calib.add_argument("--score-noise", metavar="LAW:SCALE",
+                       help="each run's score noise, composed with the run (laplace:B or gaussian:SIGMA)")
+    calib.add_argument("--search-ratio", type=float, nargs=2, metavar=("C", "c"),
+                       help="calibrate an adaptive search with density ratio c <= pi/pi0 <= C (ps.certify_adaptive)")
+    calib.add_argument("--final", action="store_true",
+                       help="the winner is trained once more on the full data with the same run (ps.certify_pipeline)")
+    calib.add_argument("--no-progress", action="store_true",
+                       help="no progress count on stderr (shown once a calibration takes over 2 s)")
     calib.add_argument("--json", action="store_true", help="print the answer as JSON (and nothing else)")
     calib.set_defaults(run=_calibrate, parser=calib)
 

@@ -102,9 +102,34 @@ def test_bad_density_ratio_names_the_parameter(ratio, word):
     assert word in str(info.value)
 
 
-def test_approximate_dp_runs_without_rdp_are_refused():
+def test_approximate_dp_runs_without_rdp_are_certified_by_composition_alone():
+    run, k = ps.ApproxDP(1.0, 1e-6), ps.Geometric(mean=5)
+    cert = ps.certify_adaptive(run, k, 1e-5, density_ratio=(2, 0.5))
+    assert cert.bound == "composition" and not math.isfinite(cert.alternatives["adaptive-rdp"])
+    assert cert.epsilon == ps.certify(run, k, 1e-5, bound="mixture").epsilon
+
+
+def test_without_any_bound_the_adaptive_certificate_is_refused():
+    """Approximate-DP candidates that differ: no RDP curve, no pure epsilon, no single mechanism to compose."""
     with pytest.raises(ps.CertificationError, match="no adaptive bound"):
-        ps.certify_adaptive(ps.ApproxDP(1.0, 1e-6), ps.Geometric(mean=5), 1e-5, density_ratio=(2, 0.5))
+        ps.certify_adaptive([ps.ApproxDP(1.0, 1e-6), ps.ApproxDP(0.5, 1e-6)], ps.Geometric(mean=5), 1e-5,
+                            density_ratio=(2, 0.5))
+
+
+def test_the_smallest_valid_certificate_wins_with_the_others_listed():
+    """DP-SGD (sigma 1.1, q 256/60000, 2000 steps), E[K] = 10, delta 1e-5 (docs/adaptive.md's table): at C/c = 4/0.5
+    the composition of every run (6.22, PrivateStudy(adaptive=True)'s certificate) beats DP-HyPO Thm 1 (8.58); at
+    1.5/0.8 Thm 1 (4.10) wins."""
+    run = ps.dpsgd(noise_multiplier=1.1, sample_rate=256 / 60000, steps=2000)
+    k = ps.Geometric(mean=10)
+    wide = ps.certify_adaptive(run, k, 1e-5, density_ratio=(4, 0.5))
+    composed = ps.certify(run, k, 1e-5, bound="mixture").epsilon
+    assert wide.bound == "composition" and wide.epsilon == composed
+    assert round(composed, 2) == 6.22 and round(wide.alternatives["adaptive-rdp"], 2) == 8.58
+    narrow = ps.certify_adaptive(run, k, 1e-5, density_ratio=(1.5, 0.8))
+    assert narrow.bound == "adaptive-rdp" and round(narrow.epsilon, 2) == 4.10
+    assert narrow.alternatives["composition"] == composed
+    assert narrow.profile is not None and narrow.profile.epsilon(1e-5) == pytest.approx(narrow.epsilon, rel=1e-9)
 
 
 def test_certificate_round_trips_through_json():

@@ -77,7 +77,7 @@ def test_tuner_refuses_what_the_adaptive_certificate_does_not_cover(kwargs, word
 
 def test_tuner_refuses_poisson_k_with_the_library_error():
     tuner = ps.PrivateTuner(_train, {"lr": LogUniform(1e-4, 1.0)}, ps.Gaussian(4.0), ps.Poisson(mean=8), 1e-5,
-                            search=ps.AdaptiveSearch())
+                            search=ps.AdaptiveSearch(density_ratio=(1.5, 0.8)))
     with pytest.raises(ps.CertificationError, match="truncated negative binomial"):
         tuner.run(0.0)
 
@@ -118,9 +118,24 @@ def test_study_refuses_a_suggestion_whose_law_differs_from_the_declared_one():
 
     with pytest.raises(TrainerContractError, match="search_space declares"):
         _study().dry_run(objective)  # on public data the usage error is raised with its message
-    with pytest.raises(ps.AllRunsFailedError) as info:  # in a certified run every such trial scores worst
-        _study().optimize(objective)
-    assert "search_space" not in str(info.value)
+    with pytest.raises(TrainerContractError, match=r"'lr' from LogUniform\(low=0.001.*search_space declares "
+                       r"LogUniform\(low=0.0001.*before any trial"):
+        _study().optimize(objective)  # the law is the code's: named before any trial runs
+
+
+def test_the_law_probe_stops_the_objective_before_it_trains():
+    trained = []
+
+    def objective(trial):
+        lr = trial.suggest_float("lr", 1e-4, 1.0, log=True)
+        act = trial.suggest_categorical("act", ["relu", "tanh"])
+        trained.append(trial.number)  # "training": only the K certified trials reach it
+        return -abs(np.log10(lr) + 2) + (act == "relu")
+
+    from privselect.integrations.optuna import check_declared_laws
+
+    check_declared_laws(objective, {"lr": LogUniform(1e-4, 1.0), "act": Choice(["relu", "tanh"])}, None)
+    assert trained == []
 
 
 @pytest.mark.parametrize("kwargs, word", [({"n_jobs": 2}, "n_jobs=1"), ({"search_space": None}, "search_space"),

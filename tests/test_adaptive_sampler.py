@@ -149,10 +149,11 @@ def test_without_room_the_search_is_the_prior():
 
 
 @pytest.mark.parametrize("kwargs, word", [({"grid": 0}, "grid"), ({"batch_size": 1.5}, "batch_size"),
-                                          ({"model": "tpe"}, "model"), ({"density_ratio": (0.5, 0.2)}, "density_ratio")])
+                                          ({"model": "tpe"}, "model"), ({"density_ratio": (0.5, 0.2)}, "density_ratio"),
+                                          ({"density_ratio": None}, "density_ratio=\\(C, c\\)")])
 def test_bad_search_options_name_the_parameter(kwargs, word):
     with pytest.raises((ValueError, TypeError), match=word):
-        ps.AdaptiveSearch(**kwargs)
+        ps.AdaptiveSearch(**{"density_ratio": (1.5, 0.8), **kwargs})
 
 
 def test_a_grid_too_fine_for_the_resolution_is_refused_before_any_run():

@@ -44,16 +44,16 @@ def test_one_run_sigma_meets_the_tpr_target_and_is_within_one_percent_of_riskcal
 
 @pytest.mark.slow
 def test_best_of_k_sigma_meets_the_tpr_target_of_the_tuning():
+    """The target is met by ps.risk of the tuning's certificate (every profile it knows), at sigma and not below."""
     k = ps.Geometric(mean=5)
     sigma = ps.calibrate_noise(TARGET, sample_rate=Q, steps=T, k=k)
 
     def tuned(s):
-        base = ps.privacy_profile(ps.dpsgd(noise_multiplier=s, sample_rate=Q, steps=T))
-        return Risk(profiles=(selection_profile(base, k),)).tpr(TARGET.fpr)
+        return ps.risk(ps.certify(ps.dpsgd(noise_multiplier=s, sample_rate=Q, steps=T), k, 1e-6)).tpr(TARGET.fpr)
 
     assert tuned(sigma) <= TARGET.tpr < tuned(0.999 * sigma)
-    cert = ps.certify(ps.dpsgd(noise_multiplier=sigma, sample_rate=Q, steps=T), k, 1e-5)
-    assert ps.risk(cert).tpr(TARGET.fpr) <= TARGET.tpr  # ps.risk of the certificate agrees (it can only be lower)
+    base = ps.privacy_profile(ps.dpsgd(noise_multiplier=sigma, sample_rate=Q, steps=T))
+    assert tuned(sigma) <= Risk(profiles=(selection_profile(base, k),)).tpr(TARGET.fpr)  # never above KRW's alone
 
 
 def test_bad_risk_targets_name_the_parameter():

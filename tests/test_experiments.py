@@ -44,7 +44,8 @@ def test_uci_data_is_vendored_and_nothing_reads_outside_the_repository():
 def test_registry_and_aliases():
     assert set(experiments.EXPERIMENTS) == {
         "fig1_rnm", "fig2_3_geometric", "fig4_binomial", "fig6_dpsgd", "fig7_large_batch", "fig8_tuning_sigma",
-        "accountants", "affordable_candidates", "tradeoff", "linear_regression", "subsampled_tuning"}
+        "accountants", "affordable_candidates", "tradeoff", "linear_regression", "subsampled_tuning",
+        "narrow_landscape"}
     assert experiments.resolve("fig3") == "fig2_3_geometric"
     with pytest.raises(KeyError):
         experiments.resolve("fig5")

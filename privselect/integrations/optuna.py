@@ -90,7 +90,7 @@ from ..tuning.space import (
 )
 from ..tuning.tuner import adaptive_certificate, check_signature
 from .coverage import covers
-from .optuna_trial import _PRUNING, PrivateTrial, _optuna, search_law
+from .optuna_trial import _PRUNING, PrivateTrial, _optuna, _Refused, search_law
 
 __all__ = ["RELEASED_TRIAL_TIME", "PrivateStudy", "PrivateStudyResult"]
 
@@ -122,6 +122,10 @@ class PrivateStudyResult:
             return f"PrivateStudyResult(nothing selected (K = 0){k}; {covers(self.certificate)})"
         return (f"PrivateStudyResult(best_params={self.best_params!r}, best_value={self.best_value!r}{k}; "
                 f"{covers(self.certificate)})")
+
+    @property
+    def trials(self) -> Any:
+        raise AttributeError(f"PrivateStudyResult.trials: {_NO_TRIALS}")
 
     def to_dict(self) -> dict[str, Any]:
         out = {"best_params": self.best_params, "best_value": self.best_value, "selected": self.selected,
@@ -265,6 +269,59 @@ class _SearchTask:
         self.state.observe(index, score)
 
 
+@dataclass(frozen=True)
+class _LawDraws:
+    """Each trial's declared hyperparameters drawn i.i.d. from fixed laws (a public prior): no history."""
+
+    space: Mapping[str, Distribution]
+
+    def draw(self, index: int, rng: np.random.Generator) -> dict[str, Any]:
+        return {name: law.sample(rng) for name, law in self.space.items()}
+
+    def observe(self, index: int, score: float) -> None:
+        """Nothing: the laws do not learn."""
+
+
+class _ProbeDone(BaseException):
+    """Every declared hyperparameter was suggested: the law probe stops the objective here."""
+
+
+class _LawProbe(PrivateTrial):
+    """A trial that answers the objective's suggestions from the declared laws (fresh public generator) and stops
+    it once every declared hyperparameter was suggested, before it trains: it checks the laws the code names."""
+
+    def __init__(self, space: Mapping[str, Distribution], privacy_space: Mapping[str, Distribution] | None) -> None:
+        rng = np.random.default_rng()
+        super().__init__(-1, rng, rng, privacy_space=privacy_space,
+                         preset=(space, {name: law.sample(rng) for name, law in space.items()}))
+        self._declared = set(space) | set(privacy_space or {})
+
+    def _suggest(self, name, law, optuna_distribution, adaptive_call):
+        value = super()._suggest(name, law, optuna_distribution, adaptive_call)
+        if self._declared <= set(self.params):
+            raise _ProbeDone()
+        return value
+
+
+def check_declared_laws(objective: Callable[[PrivateTrial], Any], space: Mapping[str, Distribution],
+                        privacy_space: Mapping[str, Distribution] | None) -> None:
+    """Before any trial: run the objective on a law probe up to its last declared suggestion and raise the first
+    law mismatch (a TrainerContractError naming the hyperparameter and both laws, constants of the code). The
+    probe stops before training, its output is dropped and it is silenced; the laws an objective suggests must be
+    fixed by its code (an objective that chose a law from the data would make this verdict depend on it)."""
+    probe = _LawProbe(space, privacy_space)
+    with silenced():
+        try:
+            objective(probe)
+        except (_ProbeDone, _Refused):
+            pass
+        except Exception:  # noqa: BLE001 - the objective's own failure: the trials will score it, not this check
+            pass
+    if isinstance(probe.refusal, TrainerContractError):
+        raise TrainerContractError(f"{probe.refusal} (checked before any trial, on the code's suggest_* calls; "
+                                   "nothing ran on the data's results)") from None
+
+
 def _direction(direction: Any) -> str:
     name = getattr(direction, "name", direction)  # optuna.study.StudyDirection.MAXIMIZE -> "MAXIMIZE"
     if isinstance(name, str) and name.lower() in ("maximize", "minimize"):
@@ -345,9 +402,16 @@ class PrivateStudy:
 
     def _check_search(self, search: Any, search_space: Any) -> tuple[AdaptiveSearch | None, dict | None]:
         if search is None:
-            if search_space is not None:
-                raise ValueError("search_space= declares the laws of an adaptive search: pass search=ps.AdaptiveSearch(...)")
-            return None, None
+            if search_space is None:
+                return None, None
+            if not isinstance(search_space, Mapping) or not search_space:
+                raise ValueError("search_space must be a dict name -> law (e.g. ps.space.from_public(...))")
+            if self._sampler is not None or self.adaptive:
+                raise ValueError("search_space= without search= draws each trial's declared hyperparameters i.i.d. "
+                                 "from its laws (e.g. a public prior): it takes no sampler= and no adaptive=True")
+            space = {name: search_law(name, law) for name, law in search_space.items()}
+            validate_space(space)
+            return None, space  # i.i.d. from these laws (a public prior costs no privacy: the certificate is i.i.d.)
         if not isinstance(search, AdaptiveSearch):
             raise TypeError(f"search must be a privselect.AdaptiveSearch, got {type(search).__name__}")
         if (self._sampler is not None or self.adaptive or self.reveal_k or self.final is not None
@@ -452,10 +516,16 @@ class PrivateStudy:
             raise TypeError("objective must be callable: objective(trial) -> value or (value, output)")
         check_signature(objective, ("trial",), "objective")
         certificate = self.certificate
+        if self.search_space is not None:  # a law mismatch is the code's: named now, before any trial
+            check_declared_laws(objective, self.search_space, self.privacy_space)
         return released(self._optimize, objective, certificate)
 
     def _optimize(self, objective: Callable[[PrivateTrial], Any], certificate: Certificate) -> PrivateStudyResult:
-        if self.search is not None:
+        if self.search is None and self.search_space is not None:  # i.i.d. from the declared laws
+            drawn = _SearchTask(objective, _LawDraws(self.search_space), self.search_space, self.privacy_space,
+                                self._candidate_check())
+            selected, final_output = run_pipeline(drawn, None, self._plan, final=self.final, tuning_rate=1.0)
+        elif self.search is not None:
             selected, final_output = self._optimize_search(objective, self.search), None
         elif self._sampler is None:
             task = _ObjectiveTask(objective, self.privacy_space, self._candidate_check())
@@ -510,11 +580,14 @@ class PrivateStudy:
         synthetic data. Fresh seeds are used (never the secret ``seed``); K is not drawn.
         """
         check_signature(objective_on_public_data, ("trial",), "objective")
-        task: Any = _ObjectiveTask(objective_on_public_data, self.privacy_space, self._candidate_check())
+        task: _ObjectiveTask | _SearchTask = _ObjectiveTask(objective_on_public_data, self.privacy_space, self._candidate_check())
         if self.search is not None and self.search_space is not None:  # the adaptive search's first trial: its law is
             # the prior (no history yet); _check_search sets search and search_space together
             task = _SearchTask(objective_on_public_data, self.search.start(self.search_space, self._plan.direction),
                                self.search_space, self.privacy_space, self._candidate_check())
+        elif self.search_space is not None:  # i.i.d. from the declared laws (a public prior)
+            task = _SearchTask(objective_on_public_data, _LawDraws(self.search_space), self.search_space,
+                               self.privacy_space, self._candidate_check())
         try:
             selected = dry_run(task, None, self._plan)
         except _optuna().TrialPruned:

@@ -129,7 +129,7 @@ class PrivateTrial:
             return self._params[name]
         for space_name, space in (("privacy_space", self._privacy_space), ("search_space", self._preset_laws)):
             declared = space.get(name)
-            if declared is not None and declared != law:
+            if declared is not None and declared.suggest_law != law:
                 self._refuse(TrainerContractError(f"trial suggests {name!r} from {law!r}, but {space_name} declares "
                                                   f"{declared!r}: they must be the same law"))
         if name in self._preset:  # drawn by the adaptive search from its bounded-ratio law

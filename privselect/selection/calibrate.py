@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import optimize
@@ -37,6 +37,7 @@ from ..accounting.gaussian import gaussian_epsilon
 from ..accounting.profile import CertificationError, PrivacyProfile
 from ..mechanisms import Mechanism, dpsgd
 from .bounds.cor62 import Cor62Thresholds, cor62_thresholds, meets_thresholds
+from .calibration_target import Procedure, Progress
 from .certify import FAMILIES, RELEASE_ALL, certify
 from .distributions import Geometric, KDistribution
 
@@ -298,7 +299,8 @@ def _bisect_sigma(evaluate: Callable[[float], None], bracket: Callable[[], tuple
 def calibrate_noise(target_epsilon: float | RiskTarget, delta: float | None = None, *, sample_rate: float | None = None,
                     batch_size: int | None = None, dataset_size: int | None = None, steps: int | None = None,
                     epochs: float | None = None, k: KDistribution | None = None, sampling: str = "poisson",
-                    bound: str | None = None, accountant: str = "auto") -> float:
+                    bound: str | None = None, accountant: str = "auto", score_noise: Mechanism | None = None,
+                    search: Any = None, final: Mechanism | str | None = None, progress: bool = False) -> float:
     """The smallest DP-SGD noise multiplier whose certificate meets ``(target_epsilon, delta)``.
 
     The run is ``ps.dpsgd(noise_multiplier=sigma, ...)`` with the same vocabulary: ``sample_rate``
@@ -310,6 +312,12 @@ def calibrate_noise(target_epsilon: float | RiskTarget, delta: float | None = No
     target. A K law (``ps.Geometric(10)``) calibrates the whole tuning, the best of K runs released:
     ``certify(run, k, delta, bound=bound, accountant=accountant).epsilon`` is at most the target
     (Koskela, Redberg, Wang 2024, Thm 5.2 / 5.7 / Cor. 5.8, or the RDP bound of Papernot, Steinke 2022).
+    The other arguments are those of the certificate calibrated
+    ([`Procedure`][privselect.selection.calibration_target.Procedure]): ``score_noise`` (a mechanism
+    composed with each run, e.g. ``ps.Laplace(b)``), ``search`` (an adaptive search, ``ps.AdaptiveSearch``
+    or its density ratio (C, c): ``ps.certify_adaptive``), ``final`` (a final training run on the full data,
+    a Mechanism, or ``"same"`` for the calibrated run once more: ``ps.certify_pipeline``). ``progress=True``
+    shows a count of certified evaluations once the calibration has taken 2 s.
     The returned sigma is sound: that certificate was computed at it and meets the target. It is
     tight: the threshold lies less than 5e-4 (relative) below it, so at sigma * (1 - 1e-3) the
     same certificate misses the target. For one run a certified evaluation just below shows this;
@@ -325,55 +333,66 @@ def calibrate_noise(target_epsilon: float | RiskTarget, delta: float | None = No
 
     A [`RiskTarget`][privselect.attack_risk.RiskTarget] in place of epsilon calibrates to attack risk (Kulynych et
     al., "Attack-aware noise calibration", NeurIPS 2024): ``ps.RiskTarget(tpr=0.05, fpr=1e-3)`` returns the
-    smallest sigma at which ``ps.risk`` certifies that no membership test reaches TPR 0.05 at FPR 1e-3
-    (``delta`` is not used: the whole profile is). For one run the risk of ``privacy_profile(run,
-    accountant)``; with a K law, of KRW's selection profile of the best of K runs (the bound family
-    ``"profile"``; ``ps.risk`` of the certificate may add the K-mixture profile, which only lowers it).
+    smallest sigma at which ``ps.risk`` certifies that no membership test reaches TPR 0.05 at FPR 1e-3. The
+    target is met by the risk bound itself: ``ps.risk`` of one run's profile, or of the calibrated certificate
+    (every profile it knows: KRW's selection profile and the K-mixture, or the adaptive search's RDP curve);
+    ``delta`` is then optional (it only adds the certificate's (epsilon, delta) pair).
     """
     from ..attack_risk import RiskTarget
 
-    if isinstance(target_epsilon, RiskTarget):
-        return _calibrate_noise_to_risk(target_epsilon, sample_rate, batch_size, dataset_size, steps, epochs, k,
-                                        sampling, bound, accountant)
+    risk_target = isinstance(target_epsilon, RiskTarget)
+    if not risk_target and delta is None:
+        raise ValueError("delta is required: calibrate_noise(target_epsilon, delta, ...) meets (target_epsilon, delta); "
+                         "with a ps.RiskTarget in place of target_epsilon no delta is needed")
+    if risk_target or score_noise is not None or search is not None or final is not None:
+        return _calibrate_procedure(target_epsilon, delta, _schedule(sample_rate, batch_size, dataset_size, steps,
+                                                                     epochs, sampling),
+                                    Procedure(k, delta, score_noise, search, final, bound, accountant), progress)
     target, delta = _check_target(target_epsilon, delta, k, bound, accountant)
     schedule = _schedule(sample_rate, batch_size, dataset_size, steps, epochs, sampling)
-    certified = _certified(k, delta, bound, accountant)
+    counter = Progress(progress, "privselect calibrate")
+    certified = counter.wrap(_certified(k, delta, bound, accountant))
     surrogate = _Surrogate(k, delta, bound)
-    return _smallest_sigma(lambda s: certified(schedule.mechanism(s)), lambda s: surrogate(schedule.mechanism(s)),
-                           target, _guess_sigma(target, delta, schedule, k), verify_tight=k is None)
+    try:
+        return _smallest_sigma(lambda s: certified(schedule.mechanism(s)), lambda s: surrogate(schedule.mechanism(s)),
+                               target, _guess_sigma(target, delta, schedule, k), verify_tight=k is None)
+    finally:
+        counter.close()
 
 
-def _calibrate_noise_to_risk(target, sample_rate, batch_size, dataset_size, steps, epochs, k, sampling, bound,
-                             accountant) -> float:
-    """``calibrate_noise`` with a RiskTarget: the same search, on the certified risk instead of epsilon."""
-    if k is not None and not isinstance(k, KDistribution):
-        raise TypeError(f"k must be None (one run) or a distribution of K (e.g. ps.Geometric(mean=10)), "
-                        f"got {type(k).__name__}")
-    if bound not in (None, "profile") or (bound is not None and k is None):
-        raise ValueError(f"bound: a risk target is calibrated on a privacy profile (bound=None or 'profile' with a "
-                         f"K law), got {bound!r}")
-    get_accountant(accountant)
-    schedule = _schedule(sample_rate, batch_size, dataset_size, steps, epochs, sampling)
-    certified = _certified_risk(target, k, accountant)
-    surrogate = _risk_surrogate(target, k, schedule)
-    return _smallest_sigma(lambda s: certified(schedule.mechanism(s)), surrogate, target.bound, 1.0,
-                           verify_tight=k is None)
+def _calibrate_procedure(target: Any, delta: float | None, schedule: _Schedule, procedure: Procedure,
+                         progress: bool) -> float:
+    """``calibrate_noise`` on the certificate of ``procedure`` (score noise, adaptive search, final run, or a
+    RiskTarget met by ``ps.risk`` of it): the same search, the same checks."""
+    from ..attack_risk import RiskTarget
 
+    k = procedure.k
+    if procedure.bound is not None and (k is None or procedure.bound not in FAMILIES + (RELEASE_ALL,)):
+        raise ValueError(f"bound must be None or, with a K law k, one of {FAMILIES + (RELEASE_ALL,)}; got "
+                         f"{procedure.bound!r}")
+    get_accountant(procedure.accountant)
+    if isinstance(target, RiskTarget):
+        if procedure.bound is not None:
+            raise ValueError(f"bound={procedure.bound!r}: a risk target is met by ps.risk of the certificate (every "
+                             "profile it knows); leave bound=None")
+        if delta is not None:
+            check.delta_scalar("delta", delta)
+        limit, guess = target.bound, 1.0
+        estimate = _risk_surrogate(target, k, schedule)
+    else:
+        limit, delta = _check_target(target, delta, k, None, procedure.accountant)
+        guess = _guess_sigma(limit, delta, schedule, k)
+        iid = _Surrogate(k, delta, procedure.bound if procedure.search is procedure.final is None else None)
 
-def _certified_risk(target, k: KDistribution | None, accountant: str) -> Callable[[Mechanism], float]:
-    """The certified risk quantity of one run, or of KRW's selection profile of the best of K runs."""
-    from ..attack_risk import Risk
-    from .bounds import selection_profile
-
-    def value(mechanism: Mechanism) -> float:
-        try:
-            profile = privacy_profile(mechanism, accountant=accountant)
-            if k is not None:
-                profile = selection_profile(profile, k)
-            return target.value(Risk(profiles=(profile,)))
-        except _NO_ANSWER:
-            return math.inf
-    return value
+        def estimate(sigma: float) -> tuple[float, str]:  # i.i.d., without the rest: it aims, never answers
+            return iid(procedure.run(schedule.mechanism(sigma)))
+    counter = Progress(progress, "privselect calibrate")
+    measure = counter.wrap(procedure.measure(target))
+    try:
+        return _smallest_sigma(lambda s: measure(schedule.mechanism(s)), estimate, limit, guess,
+                               verify_tight=k is None)
+    finally:
+        counter.close()
 
 
 def _risk_surrogate(target, k: KDistribution | None, schedule: _Schedule) -> Callable[[float], tuple[float, str]]:

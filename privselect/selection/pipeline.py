@@ -155,6 +155,7 @@ def certify_pipeline(base: Mechanism | PrivacyProfile, k: KDistribution, delta: 
     notes: list[str] = []
     budget = ErrorBudget()
     accountant = "rdp"
+    profile: PrivacyProfile | None = None
     try:
         profile = pipeline_profile(base, k, final=final, tuning_rate=rate, final_data=final_data,
                                    **accountant_options)
@@ -183,4 +184,5 @@ def certify_pipeline(base: Mechanism | PrivacyProfile, k: KDistribution, delta: 
     return Certificate(epsilon=results[best], delta=delta, bound=best, theorem=bound, alternatives=results, k=k,
                        base=mechanism, accountant=accountant if best == "profile" else "rdp",
                        error_budget=budget if best == "profile" else ErrorBudget(),
-                       notes=tuple(["pipeline: " + ", ".join(steps)] + notes))
+                       notes=tuple(["pipeline: " + ", ".join(steps)] + notes),
+                       profile=profile)  # the whole pipeline's profile: ps.risk reads it (not the selection alone)

@@ -62,6 +62,12 @@ class TuningResult:
         the result's certificate to ``ps.risk``. Data-independent, like the certificate."""
         return self.certificate.profile
 
+    @property
+    def trials(self) -> Any:
+        raise AttributeError("TuningResult.trials: a private tuner keeps no runs by design: only the winner leaves "
+                             "(result.best_params, result.best_score, result.best_output, result.certificate). A "
+                             "list of runs would publish every run's score, which the certificate does not cover")
+
     def to_dict(self) -> dict[str, Any]:
         out = {
             "best_params": self.best_params,

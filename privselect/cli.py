@@ -199,7 +199,7 @@ class _AccountantChoices(Sequence[str]):
     def _names(self) -> tuple[str, ...]:
         return (*_accountants(), *self.extra)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         return self._names()[index]
 
     def __len__(self) -> int:

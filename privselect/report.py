@@ -41,8 +41,8 @@ _WELL_BELOW = 0.1
 
 #: K's law in words, by the law's class name (mean, and the law's own parameters).
 _K_WORDS = {
-    "Geometric": lambda k: f"a geometric law with mean {k.mean:.4g} (K = 1, 2, 3, ..., each further run "
-                           f"with probability {1 - k.gamma:.4g})",
+    "Geometric": lambda k: f"a geometric law with mean {k.mean:.4g} (K = 1, 2, 3, ...: after each run, another "
+                           f"follows with probability {1 - k.gamma:.4g})",
     "Logarithmic": lambda k: f"a logarithmic law with mean {k.mean:.4g} (K = 1, 2, 3, ...)",
     "TruncatedNegativeBinomial": lambda k: f"a truncated negative binomial law with eta = {k.eta:g} and mean "
                                            f"{k.mean:.4g} (K = 1, 2, 3, ...)",
@@ -404,11 +404,11 @@ def _profile_words(profile: Any, cert: Any) -> tuple[str, str]:
     name = profile.accountant
     if name.startswith("selection["):
         chosen = "; the certificate's ε comes from this curve" if cert.bound == "profile" else ""
-        return ("best of K: selection bound",
+        return ("best of K (selection bound)",
                 f"releasing the best of K runs, the bound of {cert.theorem if cert.bound == 'profile' else 'Koskela, Redberg, Wang 2024, Thm 5.2'} "
                 f"on one run's profile (accountant {name[len('selection['):-1]}){chosen}")
     if name.startswith("k-mixture["):
-        return ("all K runs released: K-mixture bound",
+        return ("all K runs released (K-mixture bound)",
                 "releasing every run and K itself (a mixture of k-fold compositions, accountant "
                 f"{name[len('k-mixture['):-1]}); the best run is computed from them, so this also bounds it, and it is "
                 "the tighter curve near ε = 0 (the advantage, large FPRs)")

@@ -92,17 +92,13 @@ def _integer(text: str) -> int | float:
 
 
 def _flag(parse: Callable[[str], object], validate: Callable[[str, object], object] | str) -> Callable[[str], object]:
-    """argparse ``type=``: parse the text, then validate it with a check (a function, or the name of a
-    ``privselect._validation`` check, imported when a flag is first parsed: building the parser imports no numpy)."""
+    """argparse ``type=``: parse, then validate with a check (a function, or a ``_validation`` check's name: no numpy yet)."""
 
     def convert(text: str) -> object:
         value = parse(text)
-        if isinstance(validate, str):
-            from . import _validation
+        from . import _validation
 
-            check = getattr(_validation, validate)
-        else:
-            check = validate
+        check = getattr(_validation, validate) if isinstance(validate, str) else validate
         try:
             return check("value", value)
         except (TypeError, ValueError) as exc:
@@ -196,14 +192,11 @@ class _AccountantChoices(Sequence[str]):
     def __init__(self, *extra: str) -> None:
         self.extra = extra
 
-    def _names(self) -> tuple[str, ...]:
-        return (*_accountants(), *self.extra)
-
     def __getitem__(self, index):
-        return self._names()[index]
+        return (*_accountants(), *self.extra)[index]
 
     def __len__(self) -> int:
-        return len(self._names())
+        return len(_accountants()) + len(self.extra)
 
 
 def _schedule(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], float, int]:
@@ -456,8 +449,8 @@ def _report(args: argparse.Namespace) -> int:
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"argument CERT: {args.certificate!r} is not a certificate as Certificate.to_json() writes it "
                          f"({type(exc).__name__}: {exc})") from None
-    provenance = Provenance.of_bytes(data, f"file {args.certificate}")
-    built = Report.of(cert, dataset_size=args.dataset_size, provenance=provenance)
+    built = Report.of(cert, dataset_size=args.dataset_size, provenance=Provenance.of_bytes(data, f"file {args.certificate}"))
+    provenance = built.provenance
     if args.html is not None:
         try:
             with open(args.html, "w", encoding="utf-8") as handle:
@@ -465,10 +458,9 @@ def _report(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise ValueError(f"argument --html: cannot write {args.html!r} ({exc.strerror})") from None
     if args.json:
-        print(json.dumps({"certificate": cert.to_dict(), "risk": built.tuning.to_dict(),
-                          "one_run_risk": None if built.run is None else built.run.to_dict(),
-                          "dataset_size": args.dataset_size, "made": provenance.made,
-                          "certificate_sha256": provenance.sha256}, indent=2))
+        made = {"made": provenance.made, "certificate_sha256": provenance.sha256} if provenance else {}
+        print(json.dumps({"certificate": cert.to_dict(), "risk": built.tuning.to_dict(), "dataset_size": args.dataset_size,
+                          "one_run_risk": None if built.run is None else built.run.to_dict(), **made}, indent=2))
         return 0
     print(built.text(), end="")
     if args.html is not None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
-from . import __version__, _validation as check
+from . import __version__
 
 #: The DP-SGD example of the docs: batch 256 of 60000, noise multiplier 1.1, 60 epochs, delta 1e-5.
 DEFAULT_NOISE_MULTIPLIER = 1.1
@@ -91,17 +91,20 @@ def _integer(text: str) -> int | float:
         return _number(text)
 
 
-def _flag(parse: Callable[[str], object], validate: Callable[[str, object], object]) -> Callable[[str], object]:
-    """argparse ``type=``: parse the text, then validate it with a ``privselect._validation`` check."""
+def _flag(parse: Callable[[str], object], validate: Callable[[str, object], object] | str) -> Callable[[str], object]:
+    """argparse ``type=``: parse, then validate with a check (a function, or a ``_validation`` check's name: no numpy yet)."""
 
     def convert(text: str) -> object:
         value = parse(text)
+        from . import _validation
+
+        check = getattr(_validation, validate) if isinstance(validate, str) else validate
         try:
-            return validate("value", value)
+            return check("value", value)
         except (TypeError, ValueError) as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
-    convert.__name__ = getattr(validate, "__name__", "value")
+    convert.__name__ = validate if isinstance(validate, str) else getattr(validate, "__name__", "value")
     return convert
 
 
@@ -119,8 +122,8 @@ def _jobs(name: str, value: object) -> int:
     return value
 
 
-_POSITIVE = _flag(_number, check.positive)
-_POSITIVE_INT = _flag(_integer, check.positive_int)
+_POSITIVE = _flag(_number, "positive")
+_POSITIVE_INT = _flag(_integer, "positive_int")
 
 
 # -- K laws: name:MEAN[,key=value] --------------------------------------------------------
@@ -180,6 +183,20 @@ def _accountants() -> tuple[str, ...]:
     from .accounting import accountant_names
 
     return accountant_names()
+
+
+class _AccountantChoices(Sequence[str]):
+    """``choices=`` of --accountant: the registry's names (and ``extra``), read when argparse first checks or
+    lists them, so that building the parser (``privselect --help``) imports no accounting."""
+
+    def __init__(self, *extra: str) -> None:
+        self.extra = extra
+
+    def __getitem__(self, index):
+        return (*_accountants(), *self.extra)[index]
+
+    def __len__(self) -> int:
+        return len(_accountants()) + len(self.extra)
 
 
 def _schedule(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], float, int]:
@@ -445,20 +462,21 @@ def _calibrate_risk(args: argparse.Namespace, target: Any) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import Report
+    from .report import Provenance, Report
     from .selection.certify import Certificate
 
     try:
-        with open(args.certificate, encoding="utf-8") as handle:
-            text = handle.read()
+        with open(args.certificate, "rb") as handle:
+            data = handle.read()
     except OSError as exc:
         raise ValueError(f"argument CERT: cannot read {args.certificate!r} ({exc.strerror})") from None
     try:
-        cert = Certificate.from_json(text)
+        cert = Certificate.from_json(data.decode("utf-8"))
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"argument CERT: {args.certificate!r} is not a certificate as Certificate.to_json() writes it "
                          f"({type(exc).__name__}: {exc})") from None
-    built = Report.of(cert)
+    built = Report.of(cert, dataset_size=args.dataset_size, provenance=Provenance.of_bytes(data, f"file {args.certificate}"))
+    provenance = built.provenance
     if args.html is not None:
         try:
             with open(args.html, "w", encoding="utf-8") as handle:
@@ -466,8 +484,9 @@ def _report(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise ValueError(f"argument --html: cannot write {args.html!r} ({exc.strerror})") from None
     if args.json:
-        print(json.dumps({"certificate": cert.to_dict(), "risk": built.tuning.to_dict(),
-                          "one_run_risk": None if built.run is None else built.run.to_dict()}, indent=2))
+        made = {"made": provenance.made, "certificate_sha256": provenance.sha256} if provenance else {}
+        print(json.dumps({"certificate": cert.to_dict(), "risk": built.tuning.to_dict(), "dataset_size": args.dataset_size,
+                          "one_run_risk": None if built.run is None else built.run.to_dict(), **made}, indent=2))
         return 0
     print(built.text(), end="")
     if args.html is not None:
@@ -522,7 +541,7 @@ def _add_run_flags(parser: argparse.ArgumentParser, sigma_help: str) -> None:
     run.add_argument("--noise-multiplier", type=_POSITIVE, metavar="SIGMA", help=sigma_help)
     run.add_argument("--scale", type=_POSITIVE, help="Laplace scale / sensitivity (--mechanism laplace; default: 1)")
     rate = run.add_mutually_exclusive_group()
-    rate.add_argument("--sample-rate", "--rate", type=_flag(_number, check.half_open_unit), metavar="Q",
+    rate.add_argument("--sample-rate", "--rate", type=_flag(_number, "half_open_unit"), metavar="Q",
                       help="Poisson sampling rate, a number or a fraction such as 4096/50000; 1 = full batch "
                            "(default: 256/60000)")
     rate.add_argument("--batch-size", type=_POSITIVE_INT, metavar="B",
@@ -536,7 +555,7 @@ def _add_run_flags(parser: argparse.ArgumentParser, sigma_help: str) -> None:
     length.add_argument("--steps", type=_POSITIVE_INT, metavar="T", help="number of noisy steps")
     length.add_argument("--epochs", type=_POSITIVE, metavar="E",
                         help=f"passes over the data: steps = ceil(E / rate) (default: {DEFAULT_EPOCHS})")
-    parser.add_argument("--delta", type=_flag(_number, check.open_unit), default=DEFAULT_DELTA,
+    parser.add_argument("--delta", type=_flag(_number, "open_unit"), default=DEFAULT_DELTA,
                         help=f"target delta (default: {DEFAULT_DELTA:g})")
 
 
@@ -549,9 +568,9 @@ def build_parser() -> argparse.ArgumentParser:
                           description=_CERTIFY_DESCRIPTION, epilog=_CERTIFY_EPILOG,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_run_flags(cert, f"Gaussian noise std / clipping norm, as in Opacus (default: {DEFAULT_NOISE_MULTIPLIER})")
-    cert.add_argument("--accountant", choices=[*_accountants(), "all"], default=None,
-                      help="accountant of the run's privacy profile (default: auto, the smallest certified bound "
-                           "of those it runs; 'all' prints every accountant's answer for one run)")
+    cert.add_argument("--accountant", choices=_AccountantChoices("all"), default=None, metavar="NAME",
+                      help="accountant of the run's privacy profile, one of %(choices)s (default: auto, the smallest "
+                           "certified bound of those it runs; 'all' prints every accountant's answer for one run)")
     cert.add_argument("--k", type=_k_spec, metavar="LAW:MEAN",
                       help="certify releasing the best of K runs, K ~ LAW with that mean (e.g. geometric:10)")
     cert.add_argument("--json", action="store_true", help="print the certificate as JSON (and nothing else)")
@@ -564,16 +583,16 @@ def build_parser() -> argparse.ArgumentParser:
     goal = calib.add_mutually_exclusive_group(required=True)
     goal.add_argument("--epsilon", type=_POSITIVE, metavar="EPS",
                       help="target epsilon of one run, or (with --k) of the whole tuning")
-    goal.add_argument("--tpr", type=_flag(_number, check.open_unit), metavar="TPR",
+    goal.add_argument("--tpr", type=_flag(_number, "open_unit"), metavar="TPR",
                       help="risk target instead of epsilon: no membership attack reaches this true-positive rate "
                            "at --fpr (Kulynych et al. 2024)")
-    goal.add_argument("--advantage", type=_flag(_number, check.open_unit), metavar="ADV",
+    goal.add_argument("--advantage", type=_flag(_number, "open_unit"), metavar="ADV",
                       help="risk target instead of epsilon: no membership attack's TPR - FPR exceeds ADV")
-    calib.add_argument("--fpr", type=_flag(_number, check.open_unit), metavar="FPR",
+    calib.add_argument("--fpr", type=_flag(_number, "open_unit"), metavar="FPR",
                        help="the false-positive rate of --tpr (e.g. 1e-3)")
     _add_run_flags(calib, "calibrate the number of steps at this noise multiplier instead (no --steps/--epochs)")
-    calib.add_argument("--accountant", choices=list(_accountants()), default=None,
-                       help="accountant whose certificate meets the target (default: auto)")
+    calib.add_argument("--accountant", choices=_AccountantChoices(), default=None, metavar="NAME",
+                       help="accountant whose certificate meets the target, one of %(choices)s (default: auto)")
     calib.add_argument("--k", type=_k_spec, metavar="LAW:MEAN",
                        help="calibrate the whole tuning: the best of K runs, K ~ LAW with that mean (e.g. geometric:10)")
     calib.add_argument("--score-noise", metavar="LAW:SCALE",
@@ -597,6 +616,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("certificate", metavar="CERT", help="certificate JSON file")
     rep.add_argument("--html", metavar="FILE", default=None,
                      help="also write a self-contained HTML page (trade-off curve, profile, alternatives, what is public)")
+    rep.add_argument("--dataset-size", type=_POSITIVE_INT, metavar="N", default=None,
+                     help="the public number of records n, to compare delta with 1/n (never read from the data)")
     rep.add_argument("--json", action="store_true", help="print the certificate and its risk bounds as JSON")
     rep.set_defaults(run=_report, parser=rep)
 

@@ -161,12 +161,13 @@ class Certificate:
         """The certificate a [`to_json`][privselect.selection.certify.Certificate.to_json] string describes (round-trips exactly)."""
         return cls.from_dict(json.loads(text))
 
-    def report(self, *, html: bool = False) -> str:
+    def report(self, *, html: bool = False, dataset_size: int | None = None, file: Any = None) -> str:
         """What this certificate means to a reader: the guarantee in words and the certified attack risks
-        (``privselect.report``; ``html=True``: a self-contained page with the trade-off curve and profile)."""
+        (``privselect.report``; ``html=True``: a self-contained page with the trade-off curve and profile;
+        ``dataset_size``: the public n, to compare delta with 1/n; ``file``: this certificate's file, hashed)."""
         from ..report import Report  # the report layer reads certificates; it imports no certify
 
-        built = Report.of(self)
+        built = Report.of(self, dataset_size=dataset_size, file=file)
         return built.html() if html else built.text()
 
     def __str__(self) -> str:

@@ -1,0 +1,54 @@
+"""``privselect --help`` builds the parser without importing the accounting stack (nor numpy or scipy)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+_PROBE = """
+import json, sys
+from privselect.cli import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+sys.stdout.flush()
+print("\\n" + json.dumps(sorted(sys.modules)))
+"""
+HEAVY = ("privselect.accounting", "privselect.selection", "privselect.mechanisms", "privselect.attack_risk",
+         "numpy", "scipy")
+
+
+def _imported(argv: list[str]) -> tuple[str, set[str]]:
+    done = subprocess.run([sys.executable, "-c", _PROBE.format(argv=argv)], capture_output=True, text=True,
+                          timeout=120, check=True)
+    out, _, modules = done.stdout.rpartition("\n\n")
+    return out, set(json.loads(modules))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"]])
+def test_top_level_help_imports_no_accounting(argv):
+    out, modules = _imported(argv)
+    assert "certify" in out and "report" in out or "privselect 0." in out
+    assert not [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY)]
+
+
+def test_subcommand_help_still_lists_the_registered_accountants():
+    out, modules = _imported(["certify", "--help"])
+    words = " ".join(out.split())
+    assert "one of auto, cf, exact, pld, prv, rdp, all" in words
+    assert "privselect.accounting" in modules  # the names come from the registry, when they are shown
+
+
+def test_an_unknown_accountant_is_refused_with_the_registered_names(capsys):
+    from privselect.accounting import accountant_names
+    from privselect.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["certify", "--accountant", "bogus"])
+    err = capsys.readouterr().err
+    assert "argument --accountant: invalid choice: 'bogus'" in err
+    assert all(repr(name) in err for name in accountant_names())

@@ -233,7 +233,7 @@ def test_one_run_table_reports_the_smallest_certified_bound_only(capsys):
     code, out = _run(["certify", "--steps", "200", "--accountant", "all", "--json"], capsys)
     report = json.loads(out)
     rows = [r for r in report["results"] if "epsilon" in r]
-    assert code == 0 and {r["accountant"] for r in report["results"]} == {"prv", "pld", "cf", "rdp", "exact"}
+    assert code == 0 and {r["accountant"] for r in report["results"]} == {"allocation", "prv", "pld", "cf", "rdp", "exact"}
     assert report["epsilon"] == min(r["epsilon"] for r in rows if r["certified"])
     assert all(r["certified"] for r in rows if r["accountant"] == report["accountant"])
 

@@ -39,7 +39,7 @@ def test_top_level_help_imports_no_accounting(argv):
 def test_subcommand_help_still_lists_the_registered_accountants():
     out, modules = _imported(["certify", "--help"])
     words = " ".join(out.split())
-    assert "one of auto, cf, exact, pld, prv, rdp, all" in words
+    assert "one of auto, allocation, cf, exact, pld, prv, rdp, all" in words
     assert "privselect.accounting" in modules  # the names come from the registry, when they are shown
 
 

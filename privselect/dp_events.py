@@ -25,6 +25,7 @@ from .mechanisms import (
     SampledWithoutReplacement,
     compose,
 )
+from .memo import quiet_cache
 
 __all__ = ["to_dp_event", "from_dp_event", "truncation_probability"]
 
@@ -137,7 +138,7 @@ _REFUSALS = {
 }
 
 
-@functools.cache
+@quiet_cache(maxsize=None)
 def _registered() -> None:
     """Register the dp-accounting event types with ``_from_dp_event`` (once, at the first call: lazy import)."""
     dp_event = _dp_event_module()

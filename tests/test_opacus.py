@@ -267,7 +267,10 @@ def test_strip_sets_the_optimizer_generator_to_none(example, digits):
 # -- the docs' complete loop ----------------------------------------------------------------------------
 
 
-def test_the_docs_complete_opacus_loop_runs_and_releases_a_certified_state_dict(example, digits):
+def test_the_docs_complete_opacus_loop_runs_and_releases_a_certified_state_dict(example, digits, monkeypatch):
+    # the docs' tuner draws a fresh secret seed; here it is fixed, so K and the winner (and the accuracy) are
+    # the same in every run of the suite (with a fresh seed, K = 1 and an unlucky draw gave 0.49 once)
+    monkeypatch.setitem(ps.PrivateTuner.__init__.__kwdefaults__, "seed", 0)
     page = (ROOT / "docs" / "trainers.md").read_text(encoding="utf-8")
     section = page[page.index("## A complete Opacus training loop"):]
     code, empty_batches = re.findall(r"```python\n(.*?)```", section[:section.index("\n## ", 4)], re.DOTALL)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import signal
 import tempfile
 import warnings
 from pathlib import Path
@@ -35,12 +34,12 @@ from privselect.integrations.ray_tune import SCORE_KEY, SEED_KEY, RayDomainLaw, 
 from privselect.tuning import PrivateTuner
 from privselect.tuning.space import Choice, IntUniform, LogUniform, Uniform
 from tests.support import REPO_ROOT
+from tests.support.scaleout import local_ray_session
 
 BASE = ps.Gaussian(5.0)
 K_LAW = ps.Geometric(mean=4)
 DELTA = 1e-5
 SEED = 7  # K = 5 under K_LAW, one of its configurations failing (asserted below)
-RAY_START_TIMEOUT_S = 180
 MARK = "SECRET-7d1f"
 MARK_VALUE = 912873.25
 SPACE = {"lr": tune.loguniform(1e-4, 1e-1), "opt": {"m": tune.choice([0.0, 0.5, 0.9])}, "epochs": 3}
@@ -86,24 +85,10 @@ def tuner(train=trainable, space=None, **kwargs) -> Tuner:
 PYTHONPATH = (str(REPO_ROOT), str(REPO_ROOT / "tests"))
 
 
-def _ray_start_timed_out(signum, frame):
-    raise TimeoutError(f"ray.init did not return within {RAY_START_TIMEOUT_S} s")
-
-
 @pytest.fixture(scope="module")
 def local_ray():
-    import ray
-
-    previous = signal.signal(signal.SIGALRM, _ray_start_timed_out)
-    signal.alarm(RAY_START_TIMEOUT_S)  # ray.init must not hang CI
-    try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(PYTHONPATH)}})
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    yield ray
-    ray.shutdown()
+    with local_ray_session(runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(PYTHONPATH)}}) as ray:
+        yield ray
 
 
 # -- a real local Ray Tune ------------------------------------------------------------------------------------

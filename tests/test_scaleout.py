@@ -30,7 +30,6 @@ K_LAW = ps.Poisson(8)
 DELTA = 1e-6
 SEED = 3  # K = 11 under K_LAW (asserted below)
 N_RUNS = 11
-RAY_START_TIMEOUT_S = 180
 
 
 def make_tuner(train=trainers.rng_trainer, *, k=K_LAW, seed=SEED, **kwargs) -> PrivateTuner:
@@ -47,23 +46,10 @@ def dask_client():
         yield client
 
 
-def _ray_start_timed_out(signum, frame):
-    raise TimeoutError(f"ray.init did not return within {RAY_START_TIMEOUT_S} s")
-
-
 @pytest.fixture(scope="module")
 def local_ray():
-    import ray
-
-    previous = signal.signal(signal.SIGALRM, _ray_start_timed_out)
-    signal.alarm(RAY_START_TIMEOUT_S)  # ray.init must not hang CI
-    try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    yield ray
-    ray.shutdown()
+    with trainers.local_ray_session() as ray:
+        yield ray
 
 
 @dataclass(frozen=True)

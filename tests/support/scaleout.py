@@ -8,7 +8,9 @@ process that is running a run.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -66,3 +68,29 @@ def calls(directory: str | os.PathLike) -> list[float]:
 def worker_pids(directory: str | os.PathLike) -> set[int]:
     """The pids of the processes that have started a run (pid files written by the trainers)."""
     return {int(p.stem) for p in Path(directory).glob("*.pid")}
+
+
+RAY_START_TIMEOUT_S = 180
+"""``ray.init`` must not hang CI: past this, the fixture fails with TimeoutError."""
+
+
+def _ray_start_timed_out(signum, frame):
+    raise TimeoutError(f"ray.init did not return within {RAY_START_TIMEOUT_S} s")
+
+
+@contextlib.contextmanager
+def local_ray_session(**init_options):
+    """A local ray (2 CPUs, no dashboard, worker output kept from the driver) for one test module."""
+    import ray
+
+    previous = signal.signal(signal.SIGALRM, _ray_start_timed_out)
+    signal.alarm(RAY_START_TIMEOUT_S)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, **init_options)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

@@ -229,11 +229,9 @@ def _end_every_process(run: _Run) -> None:
             os.killpg(run.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             group_left = False
-        adopted = []
-        for child in _children():
-            stat = _stat(child)
-            if child not in _RUNS and stat is not None and stat[3] >= run.start and stat[2] != my_session:
-                adopted.append(child)
+        with _LOCK:  # a run another thread forks is registered under the same lock: it is never taken for an orphan
+            adopted = [child for child in _children() if child not in _RUNS
+                       and (stat := _stat(child)) is not None and stat[3] >= run.start and stat[2] != my_session]
         for child in adopted:
             _reap(child)
         if not group_left and not adopted:
@@ -250,12 +248,14 @@ def _wait(run: _Run) -> int | None:
             run.reaped = True
             return None if os.waitstatus_to_exitcode(status) == 0 else 0
         info = signal.sigtimedwait(_WAITED, _TICK)
-        if info is None:
+        if info is None or info.si_signo not in _WAITED:  # none, or a record the kernel did not fill (seen under load)
             continue
         if info.si_signo == signal.SIGCHLD:
-            other = _RUNS.get(info.si_pid)
-            if other is not None and other is not run:
-                signal.pthread_kill(other.thread, signal.SIGCHLD)  # its waiter's wake-up, taken here
+            with _LOCK:  # a run leaves _RUNS under this lock before its thread can end: the thread is alive here
+                other = _RUNS.get(info.si_pid)
+                if other is not None and other is not run:
+                    with contextlib.suppress(OSError):  # a lost wake-up costs one _TICK, never a run
+                        signal.pthread_kill(other.thread, signal.SIGCHLD)  # its waiter's wake-up, taken here
             continue
         owner = _run_of(info.si_pid) if info.si_pid else None
         if owner is None:
@@ -279,11 +279,11 @@ def in_fresh_process(function: Callable[..., bytes], args: tuple) -> bytes | Non
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
         run: _Run | None = None
         try:
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child (coverage does not follow it)
-                _child(function, args, channel, mask)
-            stat = _stat(pid)
-            with _LOCK:
+            with _LOCK:  # forked and registered at once: another thread's scan for adopted orphans never sees it unnamed
+                pid = os.fork()
+                if pid == 0:  # pragma: no cover - the child (coverage does not follow it)
+                    _child(function, args, channel, mask)
+                stat = _stat(pid)
                 run = _RUNS[pid] = _Run(pid, stat[3] if stat is not None else 0, threading.get_ident())
             operator_signal = _wait(run)
             _end_every_process(run)

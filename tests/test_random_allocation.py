@@ -80,6 +80,7 @@ def test_bracket_contains_the_exact_delta_of_one_epoch(sigma, t, eps):
         exact = converged_delta(sigma, t, eps, curve.direction)
         lower, upper = curve.delta_bounds(np.array([eps]))
         assert lower[0] <= exact <= upper[0]
+        assert upper[0] <= 1.05 * exact  # the tight upper end (dominating epoch laws), within 5%
     # the epoch amplifies: below the single Gaussian step, above the summed steps (both exact ends)
     both = max(converged_delta(sigma, t, eps, d) for d in ("remove", "add"))
     assert both < float(gaussian_delta(eps, 1 / sigma))
@@ -89,24 +90,47 @@ def test_bracket_contains_the_exact_delta_of_one_epoch(sigma, t, eps):
 @pytest.mark.parametrize("sigma, t, eps", [(1.0, 2, 0.3), (1.0, 5, 0.5), (0.8, 10, 1.0), (2.0, 3, 0.1),
                                            (1.5, 100, 0.2)])
 def test_monte_carlo_interval_lies_below_the_certified_upper_bound(sigma, t, eps):
-    # add direction: (1 - e^eps W)_+ lies in [0, 1], so Hoeffding's interval at 1e-6 holds (1e6 samples)
+    # each direction's delta is the mean of a variable in [0, 1]: add (1 - e^eps W)_+ under Q, remove
+    # (1 - e^eps / W)_+ under P (the record in step 1), so Hoeffding's interval at 1e-6 holds (1e6 samples)
     rng = np.random.default_rng(20260)
     n, level = 1_000_000, 1e-6
-    total = np.zeros(n)
-    for _ in range(t):
-        total += np.exp(rng.standard_normal(n) / sigma - 0.5 / sigma ** 2)
-    estimate = float(np.mean(np.maximum(1 - math.exp(eps) * total / t, 0.0)))
-    low_end = estimate - math.sqrt(math.log(2 / level) / (2 * n))
-    upper = ps.privacy_profile(ps.Gaussian(sigma).random_allocation(steps=t)).delta(eps)
-    assert low_end <= upper
+    curves = {c.direction: c for c in ps.privacy_profile(ps.Gaussian(sigma).random_allocation(steps=t)).curves}
+    for direction in ("add", "remove"):
+        total = np.zeros(n)
+        for step in range(t):
+            shift = 1.0 if direction == "remove" and step == 0 else 0.0
+            total += np.exp((rng.standard_normal(n) + shift / sigma) / sigma - 0.5 / sigma ** 2)
+        w = total / t
+        values = 1 - math.exp(eps) * w if direction == "add" else 1 - math.exp(eps) / w
+        estimate = float(np.mean(np.maximum(values, 0.0)))
+        low_end = estimate - math.sqrt(math.log(2 / level) / (2 * n))
+        upper = float(curves[direction].delta_bounds(np.array([eps]))[1][0])
+        assert low_end <= upper
+        assert upper <= estimate + 0.01  # and it is tight: within the interval's width of the estimate
 
 
 def test_epochs_compose_and_the_bracket_is_the_gdp_pair():
     sigma, t, epochs = 1.1, 100, 60
-    profile = ps.privacy_profile(ps.Gaussian(sigma).random_allocation(steps=t).compose(epochs))
-    lower, upper = profile.delta_bounds(1.0)
+    mechanism = ps.Gaussian(sigma).random_allocation(steps=t).compose(epochs)
+    gdp = ps.privacy_profile(mechanism, accountant="allocation", tight=False)
+    lower, upper = gdp.delta_bounds(1.0)
     assert upper == pytest.approx(float(gaussian_delta(1.0, math.sqrt(epochs) / sigma)), rel=1e-12)
     assert lower == pytest.approx(float(gaussian_delta(1.0, math.sqrt(epochs / t) / sigma)), rel=1e-12)
+    # the tight upper end keeps the lower end and lies far below the revealed allocation's
+    tight_lower, tight_upper = ps.privacy_profile(mechanism).delta_bounds(1.0)
+    assert tight_lower == lower and tight_upper < upper / 10
+
+
+def test_sixty_epochs_certify_at_most_poisson_sampling_at_the_same_rate():
+    # Feldman, Shenfeld (arXiv 2602.17284): for the Gaussian, random allocation's privacy is at least as good as
+    # Poisson sampling's at rate 1/t; our certified upper end sits below pld's certified Poisson upper end
+    sigma, t, epochs = 1.1, 234, 60
+    allocation = ps.privacy_profile(ps.Gaussian(sigma).random_allocation(steps=t).compose(epochs))
+    poisson = ps.privacy_profile(ps.Gaussian(sigma).poisson_subsample(1 / t).compose(epochs * t), accountant="pld")
+    low, up = allocation.epsilon_bounds(1e-5)
+    assert up < poisson.epsilon_bounds(1e-5)[0]
+    assert low == pytest.approx(float(ps.accounting.gaussian_epsilon(1e-5, math.sqrt(epochs / t) / sigma)),
+                                rel=1e-6)
 
 
 def test_fixed_bins_over_cycles_is_one_allocation_at_sigma_over_root_cycles():
@@ -171,9 +195,8 @@ def test_balls_in_bins_example_reuses_one_allocation_and_tunes():
 
 
 def test_calibrate_noise_meets_the_target_under_random_allocation():
-    sigma = ps.calibrate_noise(10.0, 1e-5, batch_size=256, dataset_size=60_000, epochs=5, sampling="random_allocation")
-    m = ps.dpsgd(noise_multiplier=sigma, batch_size=256, dataset_size=60_000, epochs=5, sampling="random_allocation")
-    eps = ps.privacy_profile(m).epsilon(1e-5)
-    # the upper end is 5-fold composed mu = 1 / sigma GDP: its closed form at eps 10 fixes sigma
-    assert 9.9 <= eps <= 10.0
-    assert float(gaussian_delta(10.0, math.sqrt(5) / sigma)) <= 1e-5
+    schedule = dict(batch_size=256, dataset_size=60_000, epochs=5, sampling="random_allocation")
+    sigma = ps.calibrate_noise(2.0, 1e-5, **schedule)
+    eps = ps.privacy_profile(ps.dpsgd(noise_multiplier=sigma, **schedule)).epsilon(1e-5)
+    assert 1.99 <= eps <= 2.0  # calibrated on the allocation itself (234 steps an epoch), not on full batches
+    assert ps.privacy_profile(ps.dpsgd(noise_multiplier=0.999 * sigma, **schedule)).epsilon(1e-5) > 2.0

@@ -35,7 +35,7 @@ from .. import _validation as check
 from ..accounting import get_accountant, privacy_profile
 from ..accounting.gaussian import gaussian_epsilon
 from ..accounting.profile import CertificationError, PrivacyProfile
-from ..mechanisms import Mechanism, dpsgd
+from ..mechanisms import Mechanism, RandomAllocation, dpsgd
 from .bounds.cor62 import Cor62Thresholds, cor62_thresholds, meets_thresholds
 from .calibration_target import Procedure, Progress
 from .certify import FAMILIES, RELEASE_ALL, certify
@@ -92,6 +92,8 @@ def _schedule(sample_rate, batch_size, dataset_size, steps, epochs, sampling) ->
     mechanism = dpsgd(noise_multiplier=1.0, sample_rate=sample_rate, batch_size=batch_size,
                       dataset_size=dataset_size, steps=steps, epochs=epochs, sampling=sampling)
     (step, count), = mechanism.components()
+    if isinstance(step, RandomAllocation):  # count epochs of t steps: the same schedule at rate 1 / t
+        return _Schedule(rate=1.0 / step.steps, steps=count * step.steps, sampling=sampling)
     return _Schedule(rate=float(getattr(step, "rate", 1.0)), steps=count, sampling=sampling)
 
 
@@ -143,9 +145,10 @@ class _Surrogate:
         return float(certify(profile, self.k, self.delta, bound=self.bound).epsilon)
 
     def __call__(self, mechanism: Mechanism) -> tuple[float, str]:
-        """The estimate, and the accountant that gave it ("prv" or "rdp")."""
+        """The estimate, and the accountant that gave it ("prv", "rdp" or "allocation")."""
         target = self.delta if self.k is None else self.delta / max(self.k.mean, 1.0)
-        for accountant, options in (("prv", {"target_delta": target, **_SURROGATE_PRV}), ("rdp", {})):
+        for accountant, options in (("prv", {"target_delta": target, **_SURROGATE_PRV}), ("rdp", {}),
+                                    ("allocation", {"tight": False})):  # random allocation: its GDP upper end
             try:
                 return self._epsilon(privacy_profile(mechanism, accountant=accountant, **options)), accountant
             except _NO_ANSWER:

@@ -12,10 +12,15 @@ of them, chosen uniformly without replacement) is bracketed by two Gaussian mech
   N(0, t sigma^2): a Gaussian with mu = k / (sigma sqrt t). Composing the same post-processing over epochs
   gives a pair the composed epochs dominate (composition keeps the trade-off order: Dong, Roth, Su 2022, Sec. 3).
 
-Composed over epochs (and with other random-allocation parts) the mu^2 add (Dong, Roth, Su 2022, Cor. 3.3),
-and the profile is `GaussianCurve`'s closed form at each end: a sound but LOOSE bracket (no amplification by
-the allocation in the upper end). The tight certified profile (the t-fold convolution of the epoch's
-likelihood ratio on a linear scale, composed by pld) is not implemented yet.
+Composed over epochs (and with other random-allocation parts) the mu^2 add (Dong, Roth, Su 2022, Cor. 3.3).
+
+**The tight upper end (k = 1).** Each epoch is replaced by a dominating law of its likelihood ratio (`epoch`: the
+t-fold sum of a mean-preserving spread of the lognormal term on a linear mesh, checked against the term's closed
+forms, with every floating-point and truncation term at +inf), and pld composes the epochs' pessimistic laws with
+the other parts (its upper law only: the spread's optimistic law would bound the spread, not the epoch). Each
+direction's curve is the intersection of that upper end with the Gaussian bracket: upper = the smaller upper
+bound, lower = mu_lower's. Where the tight end declines (k > 1, a mesh past its budget) the bracket stands alone
+and the profile says so.
 """
 
 from __future__ import annotations
@@ -23,12 +28,18 @@ from __future__ import annotations
 import math
 import time
 
-from ...errors import UnsupportedMechanismError
+import numpy as np
+
+from ...errors import CertificationError, UnsupportedMechanismError
 from ...mechanisms import ADD_REMOVE, Composition, Gaussian, Mechanism, RandomAllocation
 from ..base import Accountant, register_accountant
-from ..profile import GaussianCurve, PrivacyProfile
+from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory
+from ..pld import PLDAccountant
+from ..plrv import DirectedLosses, privacy_losses
+from ..profile import DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
+from .epoch import EpochLoss, epoch_law
 
-__all__ = ["Allocation", "allocation_mu_bracket"]
+__all__ = ["Allocation", "allocation_mu_bracket", "IntersectedCurve"]
 
 
 def _parts(mechanism: Mechanism) -> list[tuple[Mechanism, int]]:
@@ -61,16 +72,63 @@ def allocation_mu_bracket(mechanism: Mechanism) -> tuple[float, float]:
     return math.sqrt(lower_sq), math.sqrt(upper_sq)
 
 
+class IntersectedCurve(DirectionalCurve):
+    """Two certified brackets of one direction intersected: the larger lower end, the smaller upper end."""
+
+    def __init__(self, first: DirectionalCurve, second: DirectionalCurve, direction: str) -> None:
+        self.first, self.second, self.direction = first, second, direction
+        a, b = first.error_budget, second.error_budget
+        self.error_budget = ErrorBudget(eps_error=min(a.eps_error, b.eps_error),
+                                        delta_error=min(a.delta_error, b.delta_error),
+                                        min_delta=min(a.min_delta, b.min_delta), details=a.details + b.details)
+
+    def delta_bounds(self, eps):
+        lo_a, up_a = self.first.delta_bounds(eps)
+        lo_b, up_b = self.second.delta_bounds(eps)
+        return np.maximum(lo_a, lo_b), np.minimum(up_a, up_b)
+
+    def epsilon_bounds(self, delta):
+        lo_a, up_a = self.first.epsilon_bounds(delta)
+        lo_b, up_b = self.second.epsilon_bounds(delta)
+        return np.maximum(lo_a, lo_b), np.minimum(up_a, up_b)
+
+
+def tight_upper_profile(mechanism: Mechanism, max_memory: float = DEFAULT_MAX_MEMORY) -> PrivacyProfile:
+    """pld's composition of each k = 1 epoch's dominating law (`epoch`) with the Gaussian parts, upper ends only;
+    CertificationError where an epoch has k > 1 or a law exceeds its budget."""
+    parts = []
+    for part, count in _parts(mechanism):
+        if isinstance(part, RandomAllocation):
+            if part.participations != 1:
+                raise CertificationError(f"the tight random-allocation profile is for one participation per epoch; "
+                                         f"got participations={part.participations}")
+            law = epoch_law(float(part.base.noise_multiplier), int(part.steps), max_memory)  # type: ignore[attr-defined]
+            parts.append((DirectedLosses(remove=EpochLoss(law, "remove"), add=EpochLoss(law, "add")), count))
+        else:
+            parts.append((privacy_losses(part), count))
+    return PLDAccountant(max_memory=max_memory).losses_profile(tuple(parts), mechanism, optimistic=False)
+
+
 @register_accountant("allocation")
 class Allocation(Accountant):
-    """Random allocation (balls-in-bins, redrawn per epoch), bracketed by two Gaussian-DP curves."""
+    """Random allocation (balls-in-bins, redrawn per epoch): the tight upper end (k = 1) within the bracket of two
+    Gaussian-DP curves.
+
+    Parameters
+    ----------
+    tight:
+        Compose the epochs' dominating laws for the upper end (k = 1); False: the Gaussian bracket alone.
+    max_memory:
+        Bytes one build may allocate (estimated first); past it the tight end declines to the bracket.
+    """
 
     name = "allocation"
 
-    def __init__(self, **options: object) -> None:
-        if options:
-            raise ValueError(f"the allocation accountant takes no options, got {sorted(options)}")
-        self.options: dict = {}
+    def __init__(self, tight: bool = True, max_memory: float = DEFAULT_MAX_MEMORY) -> None:
+        if not isinstance(tight, bool):
+            raise TypeError(f"tight must be a bool, got {type(tight).__name__}")
+        self.tight, self.max_memory = tight, checked_max_memory(max_memory)
+        self.options: dict = {"tight": tight, "max_memory": self.max_memory}
 
     def _walk(self, mechanism: Mechanism, *, dry: bool) -> PrivacyProfile | None:
         _parts(mechanism)
@@ -78,9 +136,20 @@ class Allocation(Accountant):
             return None
         start = time.perf_counter()
         lo, hi = allocation_mu_bracket(mechanism)
-        curves = tuple(GaussianCurve(hi, direction, mu_bounds=(lo, hi)) for direction in ("remove", "add"))
+        bracket = {d: GaussianCurve(hi, d, mu_bounds=(lo, hi)) for d in ("remove", "add")}
+        how = f"between {lo:.4g}-GDP (steps summed) and {hi:.4g}-GDP (allocation revealed)"
+        declined = "not asked (tight=False)"
+        curves: tuple[DirectionalCurve, ...] = tuple(bracket.values())
+        if self.tight:
+            try:
+                upper = tight_upper_profile(mechanism, self.max_memory)
+                curves = tuple(IntersectedCurve(c, bracket[c.direction], c.direction) for c in upper.curves)
+                how = f"upper end by dominating epoch laws composed by pld; lower end {lo:.4g}-GDP (steps summed)"
+                declined = ""
+            except (CertificationError, MemoryError) as exc:
+                declined = str(exc)
         return PrivacyProfile(
             curves=curves, accountant="allocation", mechanism=mechanism,
-            description=f"random allocation between {lo:.4g}-GDP (steps summed) and {hi:.4g}-GDP (allocation "
-                        "revealed)",
-            metadata=(("mu_lower", lo), ("mu_upper", hi), ("build_seconds", time.perf_counter() - start)))
+            description=f"random allocation: {how}" + (f" (tight end declined: {declined})" if declined else ""),
+            metadata=(("mu_lower", lo), ("mu_upper", hi), ("tight", not declined),
+                      ("build_seconds", time.perf_counter() - start)))

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ... import _validation as check
 from ...errors import CertificationError
 from ...mechanisms import Mechanism
@@ -28,7 +30,7 @@ from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory, require_memory
 from ..plrv import readable_losses as plrv_readable_losses
 from ..profile import DirectionalCurve, PrivacyProfile
 from ..prv.interface import find_tails
-from .compose import compose, part_log_mgfs, window
+from .compose import Composed, compose, part_log_mgfs, window
 from .curve import PLDCurve
 from .discretise import discretise, loss_variance
 from .tilted import tilt_for, tilted_curve
@@ -98,15 +100,22 @@ class PLDAccountant:
         object.__setattr__(self, "max_memory", checked_max_memory(self.max_memory))
 
     def profile(self, mechanism: Mechanism) -> PrivacyProfile:
+        return self.losses_profile(readable_losses(mechanism), mechanism)
+
+    def losses_profile(self, parts, mechanism: Mechanism, *, optimistic: bool = True) -> PrivacyProfile:
+        """The profile of ``parts`` = ((DirectedLosses, count), ...) describing ``mechanism``. With
+        ``optimistic=False`` only the pessimistic laws are composed (for losses whose optimistic law would not bound
+        the mechanism, e.g. a dominating pair's): the curves' lower ends are then 0."""
+        if not optimistic and self.target_delta is not None:
+            raise ValueError("target_delta needs both laws (optimistic=True)")
         start = time.perf_counter()
-        parts = readable_losses(mechanism)
         symmetric = all(losses.is_symmetric for losses, _ in parts)
         directions = ("both",) if symmetric else ("remove", "add")
         curves = []
         mesh = math.nan
         for d in directions:
             components = [(getattr(losses, "remove" if d == "both" else d), int(k)) for losses, k in parts]
-            curve, mesh = self._curve(d, components)
+            curve, mesh = self._curve(d, components, optimistic)
             curves.append(curve)
         seconds = time.perf_counter() - start
         total = sum(int(k) for _, k in parts)
@@ -136,7 +145,7 @@ class PLDAccountant:
         h = max(h, (b - a) / AUTO_MAX_POINTS, 1.25 * (b - a) / self.max_points)
         return min(max(h, 1e-7), 1e-2)
 
-    def _curve(self, direction: str, components) -> tuple[DirectionalCurve, float]:
+    def _curve(self, direction: str, components, optimistic: bool = True) -> tuple[DirectionalCurve, float]:
         total = sum(k for _, k in components)
         # per-step tail mass beyond the grid (charged at +inf): far below the target of a tilted composition
         tau = (_TAIL if self.target_delta is None else min(_TAIL, 1e-6 * self.target_delta)) / total
@@ -156,9 +165,9 @@ class PLDAccountant:
                                          f"{cells:.3g} grid points (> max_points={self.max_points})")
             require_memory("PLD", f"one {type(loss).__name__} step on {int(cells)} points", 8.0 * cells * 24,
                            self.max_memory)
-            law = discretise(loss, h, lower_end, upper_end)
+            law = discretise(loss, h, lower_end, upper_end, optimistic=optimistic)
             ups.append((law.upper, law.i0, k))
-            lows.append((law.lower, law.i0, k))
+            lows.append((law.lower if optimistic else law.upper, law.i0, k))
             infs.append(law.upper_inf)
             log_excess += k * math.log(law.lower_excess)
             shift += k * 2.3e-16 * max(abs(lower_end), abs(upper_end)) + k * 2.3e-16 * h
@@ -177,7 +186,11 @@ class PLDAccountant:
         a, b = min(a_up, a_low), max(b_up, b_low)
         trig: dict = {}  # the two laws share their window, and mostly the angles of their direct sums
         upper = compose(ups, infs, h, a, b, self.max_points, self.max_memory, mgf_up, trig)
-        lower = compose(lows, [0.0] * len(lows), h, a, b, self.max_points, self.max_memory, mgf_low, trig)
+        if optimistic:
+            lower = compose(lows, [0.0] * len(lows), h, a, b, self.max_points, self.max_memory, mgf_low, trig)
+        else:  # no lower law: the curve's lower end is 0
+            lower = Composed(j0=upper.j0, pmf=np.zeros(upper.pmf.size, dtype=upper.pmf.dtype), inf_mass=0.0,
+                             above=0.0, below=0.0, fp=0.0)
         details += (("window_lower", a), ("window_upper", b))
         return PLDCurve(direction, upper, lower, h, shift, details, math.exp(log_excess)), h
 

@@ -1,0 +1,268 @@
+"""One random-allocation epoch (k = 1) as a privacy loss that dominates it: the t-fold sum on a linear scale.
+
+With one record in exactly one of t steps of a sigma-Gaussian, both neighbouring directions compare
+Q = N(0, sigma^2 I_t) with the mixture P = (1/t) sum_i N(e_i, sigma^2 I_t), whose likelihood ratio is
+X = S / t, S = Y_1 + ... + Y_t, Y_i = exp((z_i - 1/2) / sigma^2) i.i.d. lognormal under Q (E Y = 1). Since dP/dQ = X,
+
+    remove:  delta(eps) = E_Q[(S/t - e^eps)_+]        add:  delta(eps) = E_Q[(1 - e^eps S/t)_+],
+
+expectations of a convex function of S, increasing (remove) or decreasing (add), and non-negative.
+
+**Dominance.** Let mu be the law of Y restricted to Y <= Y_max (the event E that some Y_i exceeds it adds at most
+P(E) = 1 - G(Y_max) F(Y_max)^{t-1} to the remove curve and Q(E) = 1 - F(Y_max)^t to the add curve). A measure nu
+on the mesh g N with (i) at least mu's mass, (ii) a stop-loss transform E_nu[(Y - a)_+] >= E_mu[(Y - a)_+] and
+(iii) a put transform E_nu[(a - Y)_+] >= E_mu[(a - Y)_+] at every a >= 0 has int phi dnu >= int phi dmu for every
+non-negative convex phi that is monotone (write phi as a mixture of constants, (y - a)_+, y or (a - y)_+), and the
+class is closed under convolution (condition on one term, then the other). So E_{nu^{*t}}[phi(S)] >= E_{mu^{*t}}
+[phi(S)] in both directions (Mueller, Stoyan 2002, Thm 1.5.7 and 1.5.9, for the increasing and decreasing convex
+orders). Here nu is the mean-preserving spread of mu onto the mesh (each bin's mass split between its ends so that
+its mean is kept: a spread, second order in g), *checked* against the closed forms of mu's transforms at every
+mesh point (between mesh points nu's transforms are linear and mu's convex, so the mesh points suffice), with the
+checks' rounding counted; what the rounding of the spread loses is restored by padding: mass at 0 (mass and put
+transform) and at the next mesh point beyond Y_max (stop-loss transform).
+
+**The sum.** nu^{*t} is one circular convolution by pld's `compose` (its proven l1 floating-point bound fp, and
+Chernoff bounds on the mass above and below its window; the remove direction's weight S/t above the window is
+bounded by the Chernoff bound of the law that weights one term by y). The epoch's loss, log(S/t) (remove) or
+-log(S/t) (add), is then an atomic law whose curve, plus every term above as mass at +inf, lies above the true
+curve at every eps, which is all pld's pessimistic discretisation needs (its chords lie above a convex curve
+through points above the true one; composition is monotone in each factor's curve: Zhu, Dong, Wang 2022, Lemma 7).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from ...errors import CertificationError
+from ...memo import quiet_cache
+from ..budget import DEFAULT_MAX_MEMORY, require_memory
+from ..pld.compose import compose, part_log_mgfs, window
+from ..plrv import PrivacyLoss
+
+__all__ = ["EpochLaw", "EpochLoss", "epoch_law", "MESH_PER_SD", "MAX_MESH_POINTS"]
+
+#: Mesh of Y in units of its standard deviation: the spread adds at most g^2/4 to Var Y per term, a relative
+#: 6e-4 here (an estimate of the tightness cost, not part of any bound).
+MESH_PER_SD = 0.05
+#: Largest mesh of one term (points); past it the term is truncated lower (small sigma: a heavier tail), which
+#: raises the epoch's floor P(E) instead of its cost.
+MAX_MESH_POINTS = 1 << 22
+#: Largest composed window (points); past it the window is cut and the Chernoff bound of the mass beyond counts.
+MAX_WINDOW_POINTS = 1 << 22
+#: P(E) + Q(E) aimed at by the truncation of each term at Y_max (within the mesh budget), and the Chernoff
+#: tails of the window.
+_TRUNCATION = 1e-16
+_WINDOW_TAIL = 1e-20
+#: Assumed relative error of scipy's ndtr (as pld's SF_REL_ERROR).
+_NDTR_REL = 1e-13
+_LONG_UNIT = float(np.finfo(np.longdouble).eps) / 2
+
+
+@dataclass(frozen=True, eq=False)
+class EpochLaw:
+    """The dominating law of S under Q (``q``) and under P (``p``: the law of S weighted by S/t), each on
+    s = (j0 + j) g, from a circular convolution (at least the law's masses inside its window), with ``*_fp`` its
+    proven l1 error and ``*_out`` a bound on its mass outside the window; ``truncation_*`` = P(E), Q(E)."""
+
+    sigma: float
+    steps: int
+    g: float
+    q_j0: int
+    q: np.ndarray
+    q_fp: float
+    q_out: float
+    p_j0: int
+    p: np.ndarray
+    p_fp: float
+    p_out: float
+    truncation_p: float
+    truncation_q: float
+    details: tuple[tuple[str, float], ...]
+
+
+def _phi_diff(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Phi(hi) - Phi(lo) from the side where both terms are small, and a bound on its error."""
+    right = lo > 0
+    value = np.where(right, special.ndtr(-lo) - special.ndtr(-hi), special.ndtr(hi) - special.ndtr(lo))
+    size = np.where(right, special.ndtr(-lo), special.ndtr(hi))
+    return np.maximum(value, 0.0), 2 * _NDTR_REL * size + 1e-300
+
+
+def _spread(sigma: float, t: int, max_memory: float) -> tuple[np.ndarray, float, dict]:
+    """The padded spread nu of one term on g N (module docstring), its mesh g, and what it cost."""
+    s = 1.0 / sigma
+    if not (math.isfinite(s * s) and s * s < 700):
+        raise CertificationError(f"the allocation epoch declines: noise multiplier {sigma!r} is too small for its "
+                                 "linear mesh (e^(1/sigma^2) overflows)")
+    sd = math.sqrt(math.expm1(s * s))
+    g = 2.0 ** math.floor(math.log2(MESH_PER_SD * sd))
+    # P(E) <= G-bar(Y_max) + (t - 1) F-bar(Y_max) <= eta / 2 + eta / 2 (G-bar(y) = Phi-bar((ln y - s^2/2) / s))
+    z_p, z_q = -special.ndtri(_TRUNCATION / 2), -special.ndtri(_TRUNCATION / (2 * t))
+    y_max = math.exp(max(s * s / 2 + s * z_p, -s * s / 2 + s * z_q))
+    # past the mesh budget the truncation gives way (its P(E), Q(E) grow and raise the curve's floor)
+    n_bins = min(int(math.ceil(y_max / g)), MAX_MESH_POINTS)
+    require_memory("allocation", f"one epoch's term on {n_bins} points", 8.0 * n_bins * 40, max_memory)
+    y = np.arange(n_bins + 1) * g
+    with np.errstate(divide="ignore"):
+        ly = np.log(y)
+    b, c = (ly + s * s / 2) / s, (ly - s * s / 2) / s  # F(y) = Phi(b), G(y) = E[Y; Y <= y] = Phi(c)
+    p, _ = _phi_diff(b[:-1], b[1:])
+    m, _ = _phi_diff(c[:-1], c[1:])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(p > 0, np.clip((m / p - y[:-1]) / g, 0.0, 1.0), 0.0)
+    nu = np.zeros(n_bins + 2, dtype=np.longdouble)  # the last point: the stop-loss pad beyond Y_max
+    nu[:-2] += p * (1 - rho)
+    nu[1:-1] += p * rho
+    # the closed forms at the mesh points (truncated at Y_max), each rounded up by its error bound
+    fbar, gbar = special.ndtr(-b), special.ndtr(-c)
+    fbar_top, gbar_top = float(fbar[-1]), float(gbar[-1])
+    y_max = float(y[-1])
+    if not gbar_top < 1e-3:  # the mesh budget cut the term's bulk (sigma far above 1e4): nothing to gain
+        raise CertificationError(f"the allocation epoch declines: {MAX_MESH_POINTS} mesh points of {g:.3g} cut the "
+                                 f"term at {y_max:.3g}, inside its bulk (P-mass {gbar_top:.3g} beyond)")
+    mass_mu = float(special.ndtr(b[-1])) * (1 + 2 * _NDTR_REL)
+    stop_mu = (gbar - gbar_top) - y * (fbar - fbar_top)
+    stop_mu += 2 * _NDTR_REL * (gbar + gbar_top + y * (fbar + fbar_top)) + 8e-16 * (gbar + y * fbar)
+    cdf_f, cdf_g = special.ndtr(b), special.ndtr(c)
+    put_mu = y * cdf_f - cdf_g
+    put_mu += 2 * _NDTR_REL * (y * cdf_f + cdf_g) + 8e-16 * (y * cdf_f + cdf_g)
+    # nu's transforms by sums of non-negative terms (relative error <= 2 (n + 2) u_long, rounded down)
+    down = 1 - 4 * (n_bins + 4) * _LONG_UNIT
+    body = nu[:-1]
+    tail = np.concatenate([np.cumsum(body[::-1])[::-1][1:], [0.0]])  # nu((y_i, Y_max])
+    stop_nu = (g * np.cumsum(tail[::-1])[::-1]).astype(float) * down
+    head = np.cumsum(body)  # nu([0, y_i])
+    put_nu = (g * np.concatenate([[0.0], np.cumsum(head)[:-1]])).astype(float) * down
+    stop_gap = np.maximum(stop_mu - stop_nu, 0.0)
+    put_gap = np.maximum(put_mu - put_nu, 0.0)
+    pad_top = float(np.max(stop_gap / (g * (n_bins + 1 - np.arange(n_bins + 1)))))  # mass at y_{n+1}
+    mass_gap = max(mass_mu - float(np.sum(body)) * down, 0.0)
+    pad_zero = max(mass_gap, float(np.max(put_gap[1:] / y[1:])))
+    nu[-1] += pad_top * (1 + 1e-12)
+    nu[0] += pad_zero * (1 + 1e-12)
+    info = {"mesh_points": float(n_bins), "y_max": y_max, "pad_top": pad_top, "pad_zero": pad_zero,
+            "truncation_p": -math.expm1(math.log1p(-gbar_top) + (t - 1) * math.log1p(-fbar_top)) * (1 + 1e-12),
+            "truncation_q": -math.expm1(t * math.log1p(-fbar_top)) * (1 + 1e-12)}
+    out = nu.astype(float)
+    return np.where(out > 0, np.nextafter(out * (1 + 8 * _LONG_UNIT), np.inf), 0.0), g, info
+
+
+def _summed(parts: list, h: float, max_memory: float) -> tuple[int, np.ndarray, float, float]:
+    """(j0, masses, l1 error, mass outside the window) of the circular convolution of ``parts`` (pld's
+    `compose`, its window sized by Chernoff bounds at `_WINDOW_TAIL`)."""
+    mgfs = part_log_mgfs(parts, h)
+    a, b = window(mgfs, _WINDOW_TAIL)
+    a = max(a, 0.0)
+    if not (math.isfinite(a) and math.isfinite(b) and b > a):
+        raise CertificationError("the allocation epoch declines: no finite Chernoff window")
+    b = min(b, a + (MAX_WINDOW_POINTS - 64) * h)  # past the budget the window gives way: its tail bound grows
+    law = compose(parts, [0.0] * len(parts), h, a, b, MAX_WINDOW_POINTS, max_memory, mgfs)
+    below = float(law.below) if law.j0 > 0 else 0.0  # a window from S = 0 leaves nothing below (S >= 0)
+    return law.j0, np.asarray(law.pmf, dtype=np.longdouble), float(law.fp), float(law.above) + below
+
+
+@quiet_cache(maxsize=4)
+def epoch_law(sigma: float, steps: int, max_memory: float = DEFAULT_MAX_MEMORY) -> EpochLaw:
+    """The dominating laws of S for one epoch of ``steps`` steps at noise multiplier ``sigma`` (module
+    docstring): under Q, t terms of nu; under P, one term of y nu(dy) and t - 1 of nu."""
+    nu, g, info = _spread(sigma, steps, max_memory)
+    t = steps
+    # positions l = j h in compose's units: the term's range maps to [0, 64], so its Chernoff orders (0.05 to
+    # 400 per unit l) reach the heavy tail of small sigma as well as the light one of large sigma
+    h = 64.0 / max(nu.size, 4096)  # and at most 1/64: e^{h x 64 x 400} stays finite in `log_mgf`
+    weighted = nu * (np.arange(nu.size) * g)
+    weighted = np.where(weighted > 0, np.nextafter(weighted, np.inf), 0.0)
+    q_j0, q, q_fp, q_out = _summed([(nu, 0, t)], h, max_memory)
+    p_parts = [(weighted, 0, 1)] + ([(nu, 0, t - 1)] if t > 1 else [])
+    p_j0, p, p_fp, p_out = _summed(p_parts, h, max_memory)
+    details = tuple(sorted(info.items())) + (("s_mesh", g), ("q_points", float(q.size)), ("p_points", float(p.size)),
+                                             ("q_fp", q_fp), ("p_fp", p_fp), ("q_out", q_out), ("p_out", p_out))
+    return EpochLaw(float(sigma), int(steps), g, q_j0, q, q_fp, q_out, p_j0, p, p_fp, p_out,
+                    info["truncation_p"], info["truncation_q"], details)
+
+
+class EpochLoss(PrivacyLoss):
+    """One direction of an `EpochLaw` as a privacy loss: atoms at log(s/t) (remove) or log(t/s) (add); its
+    primary tails rounded up (plus their l1 error) and secondary tails rounded down (minus their l1 error and
+    mass outside the window), the primary's mass outside the window, S <= 0 (add) and the truncation at +inf.
+    Its curve lies above the epoch's at every eps; it is for pld's pessimistic (upper) discretisation only."""
+
+    def __init__(self, law: EpochLaw, direction: str) -> None:
+        if direction not in ("remove", "add"):
+            raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+        self.law, self.direction = law, direction
+        t = float(law.steps)
+        q_side = _Side(law.q_j0, law.q, law.g, t, direction)
+        p_side = _Side(law.p_j0, law.p, law.g, t, direction)
+        self._primary, self._secondary = (p_side, q_side) if direction == "remove" else (q_side, p_side)
+        fp_primary, fp_secondary = (law.p_fp, law.q_fp) if direction == "remove" else (law.q_fp, law.p_fp)
+        out_primary, out_secondary = (law.p_out, law.q_out) if direction == "remove" else (law.q_out, law.p_out)
+        truncation = law.truncation_p if direction == "remove" else law.truncation_q
+        self._lift = fp_primary
+        self._drop = fp_secondary + out_secondary
+        self._inf = (out_primary + truncation + self._primary.at_zero) * (1 + 1e-12)
+
+    @property
+    def inf_mass(self) -> float:  # type: ignore[override]
+        return self._inf
+
+    @property
+    def secondary_neg_inf_mass(self) -> float:
+        return 0.0
+
+    @property
+    def support(self) -> tuple[float, float]:
+        return (min(self._primary.loss[0], self._secondary.loss[0]),
+                max(self._primary.loss[-1], self._secondary.loss[-1]))
+
+    def sf(self, x):
+        return self._primary.tail(x, +1) + self._lift
+
+    def sf_secondary(self, x):
+        return np.maximum(self._secondary.tail(x, -1) - self._drop, 0.0)
+
+    def cdf(self, x):
+        return np.maximum(self._primary.total - self._primary.tail(x, -1), 0.0)
+
+    def cdf_secondary(self, x):
+        return np.maximum(self._secondary.total - self._secondary.tail(x, -1), 0.0)
+
+    def argument_error(self, x):
+        """0: both tails decide an atom by the same computed loss (log of an exact mesh point over t, within an
+        ulp of the true one), so an atom within an ulp of x moves P(L > x) - e^x Q(L > x) by at most
+        q |s/t - e^x| <= 4 u e^x q (P = (s/t) Q atom by atom for the exact sums), inside the discretisation's
+        relative slack on e^x Q (pld's ``SF_REL_ERROR``). Moving the argument instead would count such an atom in
+        P and not in Q, a spurious bump in the curve."""
+        return np.zeros(np.shape(x))
+
+    def log_phi(self, z):
+        z = np.asarray(z, dtype=complex)
+        mass = self._primary.mass.astype(float)
+        with np.errstate(divide="ignore"):
+            terms = np.log(mass)[None, :] + 1j * z.reshape(-1, 1) * self._primary.loss[None, :]
+        return special.logsumexp(terms, axis=1).reshape(z.shape)
+
+
+class _Side:
+    """The atoms of one law (Q or P) of an `EpochLaw` in one direction, in ascending loss, with suffix sums."""
+
+    def __init__(self, j0: int, masses: np.ndarray, g: float, t: float, direction: str) -> None:
+        s = (j0 + np.arange(masses.size)) * g
+        keep = (masses > 0) & (s > 0)
+        self.at_zero = float(np.sum(masses[s <= 0])) if direction == "add" else 0.0
+        order = slice(None) if direction == "remove" else slice(None, None, -1)
+        s, self.mass = s[keep][order], masses[keep][order]
+        self.loss = np.log(s / t) if direction == "remove" else np.log(t / s)
+        self.suffix = np.concatenate([np.cumsum(self.mass[::-1])[::-1], [np.longdouble(0)]])
+        self.total = float(self.suffix[0])
+        # sums of non-negative long-double terms: relative error <= (n + 2) u_long; the double result, 1 ulp
+        self.rel = 2.0 * (self.mass.size + 4) * _LONG_UNIT + 2.0 ** -52
+
+    def tail(self, x, sign: int) -> np.ndarray:
+        """The mass at losses > x, rounded up (sign +1) or down (-1)."""
+        first = np.searchsorted(self.loss, np.asarray(x, dtype=float), side="right")
+        return (self.suffix[first] * (1 + sign * self.rel)).astype(float)

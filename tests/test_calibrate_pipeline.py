@@ -14,15 +14,7 @@ import math
 import pytest
 
 import privselect as ps
-
-K = ps.Geometric(mean=10)
-DELTA = 1e-5
-SCORE_NOISE = ps.Laplace(2.0)
-RATIO = (1.5, 0.8)
-TPR_TARGET = ps.RiskTarget(tpr=0.05, fpr=1e-3)
-# small DP-SGD schedules keep each certificate cheap; the final run's case uses full-batch steps (a Gaussian)
-SUBSAMPLED = {"sample_rate": 0.01, "steps": 100}
-FULL_BATCH = {"sample_rate": 1.0, "steps": 4}
+from tests.support.calibration import DELTA, FULL_BATCH, RATIO, SCORE_NOISE, SUBSAMPLED, TPR_TARGET, K
 
 
 def _run(sigma: float, schedule: dict) -> ps.Mechanism:

@@ -316,7 +316,7 @@ def test_continuous_privacy_hyperparameters_need_cor62_and_are_checked_per_candi
 
 
 def test_calibrate_picks_the_calibrate_k_mean_meeting_the_target():
-    t = tuner().calibrate(3.0)
+    t = tuner().calibrate_k_mean(3.0)
     assert t.certificate.epsilon <= 3.0
     assert ps.certify(BASE, ps.Geometric(mean=t.k.mean * 1.01), 1e-6, accountant="exact").epsilon > 3.0
 

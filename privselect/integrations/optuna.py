@@ -80,6 +80,7 @@ from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from ..selection.pipeline import certify_pipeline
 from ..tuning.adaptive import AdaptiveSearch
+from ..tuning.calibration import CALLABLE_PRIVACY, Issued, NoiseCalibration
 from ..tuning.engine import SelectionPlan, dry_run, released, run_selection
 from ..tuning.pipeline import FinalRun, run_pipeline
 from ..tuning.privacy import CandidateCheck, CandidatePrivacyError, RunPrivacy
@@ -90,7 +91,7 @@ from ..tuning.space import (
 )
 from ..tuning.tuner import adaptive_certificate, check_signature
 from .coverage import covers
-from .optuna_trial import _PRUNING, PrivateTrial, _optuna, _Refused, search_law
+from .optuna_trial import _PRUNING, PrivateTrial, _optuna, check_declared_laws, search_law
 
 __all__ = ["RELEASED_TRIAL_TIME", "PrivateStudy", "PrivateStudyResult"]
 
@@ -282,46 +283,6 @@ class _LawDraws:
         """Nothing: the laws do not learn."""
 
 
-class _ProbeDone(BaseException):
-    """Every declared hyperparameter was suggested: the law probe stops the objective here."""
-
-
-class _LawProbe(PrivateTrial):
-    """A trial that answers the objective's suggestions from the declared laws (fresh public generator) and stops
-    it once every declared hyperparameter was suggested, before it trains: it checks the laws the code names."""
-
-    def __init__(self, space: Mapping[str, Distribution], privacy_space: Mapping[str, Distribution] | None) -> None:
-        rng = np.random.default_rng()
-        super().__init__(-1, rng, rng, privacy_space=privacy_space,
-                         preset=(space, {name: law.sample(rng) for name, law in space.items()}))
-        self._declared = set(space) | set(privacy_space or {})
-
-    def _suggest(self, name, law, optuna_distribution, adaptive_call):
-        value = super()._suggest(name, law, optuna_distribution, adaptive_call)
-        if self._declared <= set(self.params):
-            raise _ProbeDone()
-        return value
-
-
-def check_declared_laws(objective: Callable[[PrivateTrial], Any], space: Mapping[str, Distribution],
-                        privacy_space: Mapping[str, Distribution] | None) -> None:
-    """Before any trial: run the objective on a law probe up to its last declared suggestion and raise the first
-    law mismatch (a TrainerContractError naming the hyperparameter and both laws, constants of the code). The
-    probe stops before training, its output is dropped and it is silenced; the laws an objective suggests must be
-    fixed by its code (an objective that chose a law from the data would make this verdict depend on it)."""
-    probe = _LawProbe(space, privacy_space)
-    with silenced():
-        try:
-            objective(probe)
-        except (_ProbeDone, _Refused):
-            pass
-        except Exception:  # noqa: BLE001 - the objective's own failure: the trials will score it, not this check
-            pass
-    if isinstance(probe.refusal, TrainerContractError):
-        raise TrainerContractError(f"{probe.refusal} (checked before any trial, on the code's suggest_* calls; "
-                                   "nothing ran on the data's results)") from None
-
-
 def _direction(direction: Any) -> str:
     name = getattr(direction, "name", direction)  # optuna.study.StudyDirection.MAXIMIZE -> "MAXIMIZE"
     if isinstance(name, str) and name.lower() in ("maximize", "minimize"):
@@ -329,14 +290,15 @@ def _direction(direction: Any) -> str:
     raise ValueError(f"direction must be 'maximize', 'minimize' or an optuna StudyDirection of them, got {direction!r}")
 
 
-class PrivateStudy:
+class PrivateStudy(NoiseCalibration):
     """An Optuna-style study that runs exactly K trials (K ~ ``k``) and releases the best one, certified.
 
     ``privacy`` is the privacy of ONE trial: a Mechanism, a PrivacyProfile, or a callable
     ``params -> Mechanism`` when hyperparameters change it; then ``privacy_space`` declares
     the laws of those hyperparameters (``{"sigma": Choice([...])}``), which the objective must
     suggest with the same laws. ``seed`` is a secret key (None: fresh entropy). The other
-    options are those of [`PrivateTuner`][privselect.tuning.PrivateTuner].
+    options are those of [`PrivateTuner`][privselect.tuning.PrivateTuner]. ``calibrate`` sets the DP-SGD noise
+    multiplier of the certificate the study issues ([`privselect.tuning.calibration`][privselect.tuning.calibration]).
     """
 
     def __init__(self, privacy: Any, k: KDistribution, delta: float, *, direction: Any = "maximize",
@@ -482,6 +444,21 @@ class PrivateStudy:
             self._certificate = self._privacy.certificate(self.k, self.delta, reveal_k=self.adaptive or self.reveal_k,
                                                           accountant=self.accountant)
         return self._certificate
+
+    def _issued(self) -> Issued:
+        """What this study certifies, for ``calibrate`` (the noise multiplier; NoiseCalibration)."""
+        return Issued("PrivateStudy", self.k, self.delta, self._plan.score_noise,
+                      None if self.search is None else self.search.ratio,
+                      None if self.final is None else self.final.privacy,
+                      "mixture" if self.adaptive or self.reveal_k else None, self.accountant,
+                      CALLABLE_PRIVACY if self._privacy.depends_on_params else None)
+
+    def _adopt(self, run: Mechanism, final: Mechanism | None) -> None:
+        """Certify ``run`` (the calibrated one) for every trial; the final run too when ``final`` is given."""
+        self._privacy = RunPrivacy(run, self._plan.score_noise, self.privacy_space, None)
+        if final is not None and self.final is not None:
+            self.final = dataclasses.replace(self.final, privacy=final)
+        self._certificate = None
 
     def __getattr__(self, name: str):
         if name in ("best_params", "best_value", "best_trial"):

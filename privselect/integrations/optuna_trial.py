@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import PrivateStudyError, TrainerContractError
 from ..tuning.privacy import CandidateCheck, CandidatePrivacyError
+from ..tuning.run import silenced
 from ..tuning.space import (
     Choice,
     Distribution,
@@ -22,7 +23,7 @@ from ..tuning.space import (
     Uniform,
 )
 
-__all__ = ["PrivateTrial", "search_law"]
+__all__ = ["PrivateTrial", "check_declared_laws", "search_law"]
 
 _PRUNING = ("pruning is disabled in a private study (intermediate values are data-dependent and pruning makes "
             "which runs complete data-dependent). The study stopped and released nothing.")
@@ -192,3 +193,43 @@ class PrivateTrial:
     @property
     def study(self):
         self._refuse(PrivateStudyError("a private trial does not expose its study (it holds every other trial)"))
+
+
+class _ProbeDone(BaseException):
+    """Every declared hyperparameter was suggested: the law probe stops the objective here."""
+
+
+class _LawProbe(PrivateTrial):
+    """A trial that answers the objective's suggestions from the declared laws (fresh public generator) and stops
+    it once every declared hyperparameter was suggested, before it trains: it checks the laws the code names."""
+
+    def __init__(self, space: Mapping[str, Distribution], privacy_space: Mapping[str, Distribution] | None) -> None:
+        rng = np.random.default_rng()
+        super().__init__(-1, rng, rng, privacy_space=privacy_space,
+                         preset=(space, {name: law.sample(rng) for name, law in space.items()}))
+        self._declared = set(space) | set(privacy_space or {})
+
+    def _suggest(self, name, law, optuna_distribution, adaptive_call):
+        value = super()._suggest(name, law, optuna_distribution, adaptive_call)
+        if self._declared <= set(self.params):
+            raise _ProbeDone()
+        return value
+
+
+def check_declared_laws(objective: Callable[[PrivateTrial], Any], space: Mapping[str, Distribution],
+                        privacy_space: Mapping[str, Distribution] | None) -> None:
+    """Before any trial: run the objective on a law probe up to its last declared suggestion and raise the first
+    law mismatch (a TrainerContractError naming the hyperparameter and both laws, constants of the code). The
+    probe stops before training, its output is dropped and it is silenced; the laws an objective suggests must be
+    fixed by its code (an objective that chose a law from the data would make this verdict depend on it)."""
+    probe = _LawProbe(space, privacy_space)
+    with silenced():
+        try:
+            objective(probe)
+        except (_ProbeDone, _Refused):
+            pass
+        except Exception:  # noqa: BLE001 - the objective's own failure: the trials will score it, not this check
+            pass
+    if isinstance(probe.refusal, TrainerContractError):
+        raise TrainerContractError(f"{probe.refusal} (checked before any trial, on the code's suggest_* calls; "
+                                   "nothing ran on the data's results)") from None

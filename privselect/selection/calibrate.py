@@ -33,6 +33,7 @@ from scipy import optimize
 
 from .. import _validation as check
 from ..accounting import get_accountant, privacy_profile
+from ..accounting.base import Accountant
 from ..accounting.gaussian import gaussian_epsilon
 from ..accounting.profile import CertificationError, PrivacyProfile
 from ..mechanisms import Mechanism, RandomAllocation, dpsgd
@@ -102,7 +103,7 @@ def _rate(sample_rate, batch_size, dataset_size, sampling) -> _Schedule:
 
 
 def _check_target(target_epsilon, delta, k, bound: str | None = None,
-                  accountant: str = "auto") -> tuple[float, float]:
+                  accountant: str | Accountant = "auto") -> tuple[float, float]:
     """The checks every calibration makes at its surface (the errors name the parameter)."""
     target = check.positive("target_epsilon", target_epsilon)
     delta = check.delta_scalar("delta", delta)
@@ -119,7 +120,7 @@ def _check_target(target_epsilon, delta, k, bound: str | None = None,
 # -- what is certified, and the surrogate that aims -------------------------------------------
 
 
-def _certified(k: KDistribution | None, delta: float, bound: str | None, accountant: str) -> Callable[[Mechanism], float]:
+def _certified(k: KDistribution | None, delta: float, bound: str | None, accountant: str | Accountant) -> Callable[[Mechanism], float]:
     """The certified epsilon of one run (``privacy_profile(m, accountant).epsilon(delta)``) or of the
     best of K runs (``certify(m, k, delta).epsilon``); +inf where nothing certifies it."""
     def epsilon(mechanism: Mechanism) -> float:
@@ -142,6 +143,9 @@ class _Surrogate:
     def _epsilon(self, profile: PrivacyProfile) -> float:
         if self.k is None:
             return float(profile.epsilon(self.delta))
+        if self.bound == RELEASE_ALL:  # K and every run released: the K-mixture of the run's compositions
+            return float(certify(profile.mechanism, self.k, self.delta, bound=RELEASE_ALL,
+                                 accountant=profile.accountant).epsilon)
         return float(certify(profile, self.k, self.delta, bound=self.bound).epsilon)
 
     def __call__(self, mechanism: Mechanism) -> tuple[float, str]:
@@ -302,7 +306,7 @@ def _bisect_sigma(evaluate: Callable[[float], None], bracket: Callable[[], tuple
 def calibrate_noise(target_epsilon: float | RiskTarget, delta: float | None = None, *, sample_rate: float | None = None,
                     batch_size: int | None = None, dataset_size: int | None = None, steps: int | None = None,
                     epochs: float | None = None, k: KDistribution | None = None, sampling: str = "poisson",
-                    bound: str | None = None, accountant: str = "auto", score_noise: Mechanism | None = None,
+                    bound: str | None = None, accountant: str | Accountant = "auto", score_noise: Mechanism | None = None,
                     search: Any = None, final: Mechanism | str | None = None, progress: bool = False) -> float:
     """The smallest DP-SGD noise multiplier whose certificate meets ``(target_epsilon, delta)``.
 
@@ -339,7 +343,8 @@ def calibrate_noise(target_epsilon: float | RiskTarget, delta: float | None = No
     smallest sigma at which ``ps.risk`` certifies that no membership test reaches TPR 0.05 at FPR 1e-3. The
     target is met by the risk bound itself: ``ps.risk`` of one run's profile, or of the calibrated certificate
     (every profile it knows: KRW's selection profile and the K-mixture, or the adaptive search's RDP curve);
-    ``delta`` is then optional (it only adds the certificate's (epsilon, delta) pair).
+    ``delta`` is then optional (it only adds the certificate's (epsilon, delta) pair). With ``bound="mixture"`` (K and
+    every run released) the target is met by ``ps.risk`` of the K-mixture certificate.
     """
     from ..attack_risk import RiskTarget
 
@@ -375,9 +380,9 @@ def _calibrate_procedure(target: Any, delta: float | None, schedule: _Schedule, 
                          f"{procedure.bound!r}")
     get_accountant(procedure.accountant)
     if isinstance(target, RiskTarget):
-        if procedure.bound is not None:
+        if procedure.bound not in (None, RELEASE_ALL):
             raise ValueError(f"bound={procedure.bound!r}: a risk target is met by ps.risk of the certificate (every "
-                             "profile it knows); leave bound=None")
+                             f"profile it knows); leave bound=None (or {RELEASE_ALL!r}: K and every run released)")
         if delta is not None:
             check.delta_scalar("delta", delta)
         limit, guess = target.bound, 1.0

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..accounting import privacy_profile
+from ..accounting.base import Accountant
 from ..mechanisms import Mechanism, compose
 from .adaptive import DensityRatio, certify_adaptive
 from .certify import Certificate, certify
@@ -55,7 +56,7 @@ class Procedure:
     search: Any = None
     final: Mechanism | str | None = None
     bound: str | None = None
-    accountant: str = "auto"
+    accountant: str | Accountant = "auto"
 
     def __post_init__(self) -> None:
         if self.k is not None and not isinstance(self.k, KDistribution):

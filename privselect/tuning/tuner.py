@@ -14,11 +14,14 @@ validation accuracy whose noise is included in ``privacy``) or the tuner does it
 ``score_noise=ps.Laplace(b, sensitivity=s)`` (or ``ps.Gaussian``) and the trainer's raw score
 (of sensitivity ``s``) gets that noise, and the noise mechanism is composed into ``privacy``.
 The privacy you declare must cover everything the trainer does, failures included: a crash
-that depends on the data is part of the mechanism.
+that depends on the data is part of the mechanism. ``tuner.calibrate(target, sample_rate=..., steps=...)`` sets
+the DP-SGD noise multiplier of the certificate the tuner issues (``ps.calibrate_noise``;
+[`privselect.tuning.calibration`][privselect.tuning.calibration]); ``calibrate_k_mean`` sets K's mean.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ from ..selection.certify import Certificate
 from ..selection.distributions import KDistribution
 from .adaptive import AdaptiveSearch, AdaptiveTask
 from .backends import BACKENDS
+from .calibration import CALLABLE_PRIVACY, Issued, NoiseCalibration
 from .engine import SelectionPlan, dry_run, released, run_selection
 from .pipeline import FinalRun, run_pipeline, split_records, tuning_rate_of
 from .privacy import CandidateCheck, RunPrivacy
@@ -154,7 +158,7 @@ def check_signature(function: Callable[..., Any], arguments: tuple[str, ...], ro
             f"{signature}") from None
 
 
-class PrivateTuner:
+class PrivateTuner(NoiseCalibration):
     """Tune a DP trainer privately: random K runs, release the best, certify the whole procedure.
 
     Parameters
@@ -306,11 +310,12 @@ class PrivateTuner:
                                                           accountant=self.accountant)
         return self._certificate
 
-    def calibrate(self, target_epsilon: float, family: Callable[[float], KDistribution] | None = None) -> PrivateTuner:
+    def calibrate_k_mean(self, target_epsilon: float,
+                         family: Callable[[float], KDistribution] | None = None) -> PrivateTuner:
         """Set K to the largest mean (same family unless ``family`` is given) meeting ``target_epsilon``."""
         if self.heterogeneous or self.reveal_k or self.pipeline or self.search is not None:
-            raise ValueError("calibrate supports the selection certificate (fixed privacy per run, K not revealed, "
-                             "no final run or subsample)")
+            raise ValueError("calibrate_k_mean supports the selection certificate (fixed privacy per run, K not "
+                             "revealed, no final run or subsample)")
         if family is None:
             family = self.k.with_mean  # the same law (same eta, same n) at another mean
         base = self._privacy.base
@@ -321,6 +326,25 @@ class PrivateTuner:
         self.k = family(mean)
         self._certificate = None
         return self
+
+    def _issued(self) -> Issued:
+        """What this tuner certifies, for ``calibrate`` (the noise multiplier; NoiseCalibration)."""
+        refusal = None
+        if self.heterogeneous:
+            refusal = CALLABLE_PRIVACY
+        elif self.tuning_rate < 1:
+            refusal = (f"tuning_rate={self.tuning_rate!r}: calibrate certifies candidates on the full data "
+                       "(ps.calibrate_noise has no tuning subsample); calibrate with tuning_rate=1")
+        return Issued("PrivateTuner", self.k, self.delta, self.score_noise, None if self.search is None else
+                      self.search.ratio, None if self.final is None else self.final.privacy,
+                      "mixture" if self.reveal_k else None, self.accountant, refusal)
+
+    def _adopt(self, run: Mechanism, final: Mechanism | None) -> None:
+        """Train and certify ``run`` (the calibrated one); the final run too when ``final`` is given."""
+        self._privacy = RunPrivacy(run, self.score_noise, self.search_space, None)
+        if final is not None and self.final is not None:
+            self.final = dataclasses.replace(self.final, privacy=final)
+        self._certificate = None
 
     # -- running ----------------------------------------------------------------------------
 

@@ -43,19 +43,24 @@ from ..budget import DEFAULT_MAX_MEMORY, require_memory
 from ..pld.compose import compose, part_log_mgfs, window
 from ..plrv import PrivacyLoss
 
-__all__ = ["EpochLaw", "EpochLoss", "epoch_law", "MESH_PER_SD", "MAX_MESH_POINTS"]
+__all__ = ["EpochLaw", "EpochLoss", "epoch_law", "MESH_PER_SD", "MAX_MESH_POINTS", "ADD_MESH_POINTS"]
 
 #: Mesh of Y in units of its standard deviation: the spread adds at most g^2/4 to Var Y per term, a relative
 #: 6e-4 here (an estimate of the tightness cost, not part of any bound).
 MESH_PER_SD = 0.05
+#: Coarsest mesh of one term: where sigma is small the term's bulk (median e^{-1/(2 sigma^2)}) is far narrower
+#: than its standard deviation, and the sum's relevant scale at few steps is O(1).
+MAX_MESH = 1 / 16
 #: Largest mesh of one term (points); past it the term is truncated lower (small sigma: a heavier tail), which
 #: raises the epoch's floor P(E) instead of its cost.
 MAX_MESH_POINTS = 1 << 22
+#: Largest mesh of the add direction's capped term, and of its sum's window (the mesh is finer where they fit).
+ADD_MESH_POINTS = 1 << 19
 #: Largest composed window (points); past it the window is cut and the Chernoff bound of the mass beyond counts.
 MAX_WINDOW_POINTS = 1 << 22
 #: P(E) + Q(E) aimed at by the truncation of each term at Y_max (within the mesh budget), and the Chernoff
 #: tails of the window.
-_TRUNCATION = 1e-16
+_TRUNCATION = 1e-14
 _WINDOW_TAIL = 1e-20
 #: Assumed relative error of scipy's ndtr (as pld's SF_REL_ERROR).
 _NDTR_REL = 1e-13
@@ -64,23 +69,24 @@ _LONG_UNIT = float(np.finfo(np.longdouble).eps) / 2
 
 @dataclass(frozen=True, eq=False)
 class EpochLaw:
-    """The dominating law of S under Q (``q``) and under P (``p``: the law of S weighted by S/t), each on
-    s = (j0 + j) g, from a circular convolution (at least the law's masses inside its window), with ``*_fp`` its
-    proven l1 error and ``*_out`` a bound on its mass outside the window; ``truncation_*`` = P(E), Q(E)."""
+    """The remove direction's dominating law of S under P (``p``: the law of S weighted by S/t, on
+    s = (p_j0 + j) g) and the add direction's under Q (``add_q``, on s = (add_j0 + j) add_g: the capped term, no
+    truncation), each from a circular convolution (at least the law's masses inside its window), with ``*_fp`` its
+    proven l1 error and ``*_out`` a bound on its mass outside the window; ``truncation_p`` = P(E)."""
 
     sigma: float
     steps: int
     g: float
-    q_j0: int
-    q: np.ndarray
-    q_fp: float
-    q_out: float
     p_j0: int
     p: np.ndarray
     p_fp: float
     p_out: float
     truncation_p: float
-    truncation_q: float
+    add_g: float
+    add_j0: int
+    add_q: np.ndarray
+    add_fp: float
+    add_out: float
     details: tuple[tuple[str, float], ...]
 
 
@@ -92,19 +98,22 @@ def _phi_diff(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.maximum(value, 0.0), 2 * _NDTR_REL * size + 1e-300
 
 
-def _spread(sigma: float, t: int, max_memory: float) -> tuple[np.ndarray, float, dict]:
-    """The padded spread nu of one term on g N (module docstring), its mesh g, and what it cost."""
+def _term_scale(sigma: float) -> tuple[float, float]:
+    """(1 / sigma, the standard deviation of one term Y); CertificationError where e^(1/sigma^2) overflows."""
     s = 1.0 / sigma
     if not (math.isfinite(s * s) and s * s < 700):
         raise CertificationError(f"the allocation epoch declines: noise multiplier {sigma!r} is too small for its "
                                  "linear mesh (e^(1/sigma^2) overflows)")
-    sd = math.sqrt(math.expm1(s * s))
-    g = 2.0 ** math.floor(math.log2(MESH_PER_SD * sd))
-    # P(E) <= G-bar(Y_max) + (t - 1) F-bar(Y_max) <= eta / 2 + eta / 2 (G-bar(y) = Phi-bar((ln y - s^2/2) / s))
-    z_p, z_q = -special.ndtri(_TRUNCATION / 2), -special.ndtri(_TRUNCATION / (2 * t))
-    y_max = math.exp(max(s * s / 2 + s * z_p, -s * s / 2 + s * z_q))
-    # past the mesh budget the truncation gives way (its P(E), Q(E) grow and raise the curve's floor)
-    n_bins = min(int(math.ceil(y_max / g)), MAX_MESH_POINTS)
+    return s, math.sqrt(math.expm1(s * s))
+
+
+def _spread(s: float, g: float, n_bins: int, capped: bool, max_memory: float) -> tuple[np.ndarray, dict]:
+    """The padded spread nu of one term on g {0..n_bins} (module docstring) and what it cost.
+
+    ``capped=False``: the term truncated at Y_max = n_bins g, checked in mass, stop-loss and put transforms
+    (both directions; what lies beyond Y_max is the event E). ``capped=True``: the term capped at Y_max (its mass
+    beyond moved down onto Y_max: the add direction's curve only rises, phi being decreasing), checked in mass and
+    put transform (the add direction only)."""
     require_memory("allocation", f"one epoch's term on {n_bins} points", 8.0 * n_bins * 40, max_memory)
     y = np.arange(n_bins + 1) * g
     with np.errstate(divide="ignore"):
@@ -117,50 +126,52 @@ def _spread(sigma: float, t: int, max_memory: float) -> tuple[np.ndarray, float,
     nu = np.zeros(n_bins + 2, dtype=np.longdouble)  # the last point: the stop-loss pad beyond Y_max
     nu[:-2] += p * (1 - rho)
     nu[1:-1] += p * rho
-    # the closed forms at the mesh points (truncated at Y_max), each rounded up by its error bound
     fbar, gbar = special.ndtr(-b), special.ndtr(-c)
     fbar_top, gbar_top = float(fbar[-1]), float(gbar[-1])
-    y_max = float(y[-1])
-    if not gbar_top < 1e-3:  # the mesh budget cut the term's bulk (sigma far above 1e4): nothing to gain
-        raise CertificationError(f"the allocation epoch declines: {MAX_MESH_POINTS} mesh points of {g:.3g} cut the "
-                                 f"term at {y_max:.3g}, inside its bulk (P-mass {gbar_top:.3g} beyond)")
-    mass_mu = float(special.ndtr(b[-1])) * (1 + 2 * _NDTR_REL)
-    stop_mu = (gbar - gbar_top) - y * (fbar - fbar_top)
-    stop_mu += 2 * _NDTR_REL * (gbar + gbar_top + y * (fbar + fbar_top)) + 8e-16 * (gbar + y * fbar)
+    if not (capped or gbar_top < 1e-3):  # the mesh budget cut the term's bulk (sigma above 1e4): nothing to gain
+        raise CertificationError(f"the allocation epoch declines: {n_bins} mesh points of {g:.3g} cut the "
+                                 f"term at {y[-1]:.3g}, inside its bulk (P-mass {gbar_top:.3g} beyond)")
+    if capped:
+        nu[-2] += fbar_top
+    # the closed forms at the mesh points (truncated at Y_max), each rounded up by its error bound
+    mass_mu = (1.0 if capped else float(special.ndtr(b[-1]))) * (1 + 2 * _NDTR_REL)
     cdf_f, cdf_g = special.ndtr(b), special.ndtr(c)
     put_mu = y * cdf_f - cdf_g
     put_mu += 2 * _NDTR_REL * (y * cdf_f + cdf_g) + 8e-16 * (y * cdf_f + cdf_g)
     # nu's transforms by sums of non-negative terms (relative error <= 2 (n + 2) u_long, rounded down)
     down = 1 - 4 * (n_bins + 4) * _LONG_UNIT
     body = nu[:-1]
-    tail = np.concatenate([np.cumsum(body[::-1])[::-1][1:], [0.0]])  # nu((y_i, Y_max])
-    stop_nu = (g * np.cumsum(tail[::-1])[::-1]).astype(float) * down
     head = np.cumsum(body)  # nu([0, y_i])
     put_nu = (g * np.concatenate([[0.0], np.cumsum(head)[:-1]])).astype(float) * down
-    stop_gap = np.maximum(stop_mu - stop_nu, 0.0)
     put_gap = np.maximum(put_mu - put_nu, 0.0)
-    pad_top = float(np.max(stop_gap / (g * (n_bins + 1 - np.arange(n_bins + 1)))))  # mass at y_{n+1}
     mass_gap = max(mass_mu - float(np.sum(body)) * down, 0.0)
     pad_zero = max(mass_gap, float(np.max(put_gap[1:] / y[1:])))
-    nu[-1] += pad_top * (1 + 1e-12)
     nu[0] += pad_zero * (1 + 1e-12)
-    info = {"mesh_points": float(n_bins), "y_max": y_max, "pad_top": pad_top, "pad_zero": pad_zero,
-            "truncation_p": -math.expm1(math.log1p(-gbar_top) + (t - 1) * math.log1p(-fbar_top)) * (1 + 1e-12),
-            "truncation_q": -math.expm1(t * math.log1p(-fbar_top)) * (1 + 1e-12)}
+    info = {"pad_zero": pad_zero}
+    if not capped:
+        stop_mu = (gbar - gbar_top) - y * (fbar - fbar_top)
+        stop_mu += 2 * _NDTR_REL * (gbar + gbar_top + y * (fbar + fbar_top)) + 8e-16 * (gbar + y * fbar)
+        tail = np.concatenate([np.cumsum(body[::-1])[::-1][1:], [0.0]])  # nu((y_i, Y_max])
+        stop_nu = (g * np.cumsum(tail[::-1])[::-1]).astype(float) * down
+        stop_gap = np.maximum(stop_mu - stop_nu, 0.0)
+        pad_top = float(np.max(stop_gap / (g * (n_bins + 1 - np.arange(n_bins + 1)))))  # mass at y_{n+1}
+        nu[-1] += pad_top * (1 + 1e-12)
+        info |= {"pad_top": pad_top, "g_bar_top": gbar_top, "f_bar_top": fbar_top}
     out = nu.astype(float)
-    return np.where(out > 0, np.nextafter(out * (1 + 8 * _LONG_UNIT), np.inf), 0.0), g, info
+    return np.where(out > 0, np.nextafter(out * (1 + 8 * _LONG_UNIT), np.inf), 0.0), info
 
 
 def _summed(parts: list, h: float, max_memory: float) -> tuple[int, np.ndarray, float, float]:
     """(j0, masses, l1 error, mass outside the window) of the circular convolution of ``parts`` (pld's
-    `compose`, its window sized by Chernoff bounds at `_WINDOW_TAIL`)."""
+    `compose` in long double: its l1 bound is 50 times below the float64 path's on these windows of a few
+    million points; the window sized by Chernoff bounds at `_WINDOW_TAIL`)."""
     mgfs = part_log_mgfs(parts, h)
     a, b = window(mgfs, _WINDOW_TAIL)
     a = max(a, 0.0)
     if not (math.isfinite(a) and math.isfinite(b) and b > a):
         raise CertificationError("the allocation epoch declines: no finite Chernoff window")
     b = min(b, a + (MAX_WINDOW_POINTS - 64) * h)  # past the budget the window gives way: its tail bound grows
-    law = compose(parts, [0.0] * len(parts), h, a, b, MAX_WINDOW_POINTS, max_memory, mgfs)
+    law = compose(parts, [0.0] * len(parts), h, a, b, MAX_WINDOW_POINTS, max_memory, mgfs, long_double=True)
     below = float(law.below) if law.j0 > 0 else 0.0  # a window from S = 0 leaves nothing below (S >= 0)
     return law.j0, np.asarray(law.pmf, dtype=np.longdouble), float(law.fp), float(law.above) + below
 
@@ -168,21 +179,44 @@ def _summed(parts: list, h: float, max_memory: float) -> tuple[int, np.ndarray, 
 @quiet_cache(maxsize=4)
 def epoch_law(sigma: float, steps: int, max_memory: float = DEFAULT_MAX_MEMORY) -> EpochLaw:
     """The dominating laws of S for one epoch of ``steps`` steps at noise multiplier ``sigma`` (module
-    docstring): under Q, t terms of nu; under P, one term of y nu(dy) and t - 1 of nu."""
-    nu, g, info = _spread(sigma, steps, max_memory)
+    docstring): under P, one term of y nu(dy) and t - 1 of nu; and for the add direction, under Q, t terms of the
+    capped term's spread on a finer mesh."""
     t = steps
+    s, sd = _term_scale(sigma)
+    g = 2.0 ** math.floor(math.log2(min(MESH_PER_SD * sd, MAX_MESH)))
+    # P(E) <= G-bar(Y_max) + (t - 1) F-bar(Y_max) <= eta / 2 + eta / 2 (G-bar(y) = Phi-bar((ln y - s^2/2) / s))
+    z_p, z_q = -special.ndtri(_TRUNCATION / 2), -special.ndtri(_TRUNCATION / (2 * t))
+    y_max = math.exp(max(s * s / 2 + s * z_p, -s * s / 2 + s * z_q))
+    # past the mesh budget the truncation gives way (its P(E), Q(E) grow and raise the curve's floor)
+    n_bins = min(int(math.ceil(y_max / g)), MAX_MESH_POINTS)
+    nu, info = _spread(s, g, n_bins, False, max_memory)
+    t_bar_p, t_bar_q = info.pop("g_bar_top"), info.pop("f_bar_top")
     # positions l = j h in compose's units: the term's range maps to [0, 64], so its Chernoff orders (0.05 to
-    # 400 per unit l) reach the heavy tail of small sigma as well as the light one of large sigma
-    h = 64.0 / max(nu.size, 4096)  # and at most 1/64: e^{h x 64 x 400} stays finite in `log_mgf`
+    # 400 per unit l) reach the heavy tail of small sigma as well as the light one of large sigma; and h is at
+    # most 1/64, so e^{h x 64 x 400} stays finite in `log_mgf`
+    h = 64.0 / max(nu.size, 4096)
     weighted = nu * (np.arange(nu.size) * g)
     weighted = np.where(weighted > 0, np.nextafter(weighted, np.inf), 0.0)
-    q_j0, q, q_fp, q_out = _summed([(nu, 0, t)], h, max_memory)
-    p_parts = [(weighted, 0, 1)] + ([(nu, 0, t - 1)] if t > 1 else [])
-    p_j0, p, p_fp, p_out = _summed(p_parts, h, max_memory)
-    details = tuple(sorted(info.items())) + (("s_mesh", g), ("q_points", float(q.size)), ("p_points", float(p.size)),
-                                             ("q_fp", q_fp), ("p_fp", p_fp), ("q_out", q_out), ("p_out", p_out))
-    return EpochLaw(float(sigma), int(steps), g, q_j0, q, q_fp, q_out, p_j0, p, p_fp, p_out,
-                    info["truncation_p"], info["truncation_q"], details)
+    p_j0, p, p_fp, p_out = _summed([(weighted, 0, 1)] + ([(nu, 0, t - 1)] if t > 1 else []), h, max_memory)
+    # the add direction: the term capped where t F-bar <= the truncation target, on a mesh finer by up to 16 where
+    # the cap and the sum's window (mean t, 12 sd sqrt t either side) fit in `ADD_MESH_POINTS`
+    # (a cap c changes nothing at x = e^eps >= t / c, where (1 - x S / t)_+ = 0 once one term reaches c; 16 t
+    # leaves eps >= -log 16 untouched, and below it only the tiny mass beyond c moves)
+    cap = min(math.exp(-s * s / 2 + s * z_q), 16.0 * t)
+    span = max(cap, t + 12 * sd * math.sqrt(t))
+    g_add = max(g / 16, 2.0 ** math.ceil(math.log2(span / ADD_MESH_POINTS)))
+    g_add = min(g_add, g)
+    # any cap is sound for the add direction (a lower one only loosens small eps): within the mesh budget
+    add_nu, add_info = _spread(s, g_add, min(int(math.ceil(cap / g_add)), MAX_MESH_POINTS), True, max_memory)
+    a_j0, a_q, a_fp, a_out = _summed([(add_nu, 0, t)], 64.0 / max(add_nu.size, 4096), max_memory)
+    details = tuple(sorted(info.items())) + (
+        ("mesh_points", float(n_bins)), ("y_max", n_bins * g), ("s_mesh", g),
+        ("p_points", float(p.size)), ("p_fp", p_fp), ("p_out", p_out),
+        ("add_mesh", g_add), ("add_points", float(a_q.size)), ("add_fp", a_fp), ("add_out", a_out),
+        ("add_pad_zero", add_info["pad_zero"]))
+    truncation_p = -math.expm1(math.log1p(-t_bar_p) + (t - 1) * math.log1p(-t_bar_q)) * (1 + 1e-12)
+    return EpochLaw(float(sigma), int(steps), g, p_j0, p, p_fp, p_out, truncation_p,
+                    g_add, a_j0, a_q, a_fp, a_out, details)
 
 
 class EpochLoss(PrivacyLoss):
@@ -196,15 +230,17 @@ class EpochLoss(PrivacyLoss):
             raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
         self.law, self.direction = law, direction
         t = float(law.steps)
-        q_side = _Side(law.q_j0, law.q, law.g, t, direction)
-        p_side = _Side(law.p_j0, law.p, law.g, t, direction)
-        self._primary, self._secondary = (p_side, q_side) if direction == "remove" else (q_side, p_side)
-        fp_primary, fp_secondary = (law.p_fp, law.q_fp) if direction == "remove" else (law.q_fp, law.p_fp)
-        out_primary, out_secondary = (law.p_out, law.q_out) if direction == "remove" else (law.q_out, law.p_out)
-        truncation = law.truncation_p if direction == "remove" else law.truncation_q
-        self._lift = fp_primary
-        self._drop = fp_secondary + out_secondary
-        self._inf = (out_primary + truncation + self._primary.at_zero) * (1 + 1e-12)
+        if direction == "remove":
+            # one law: P(S > t x) - x Q(S > t x) = sum (1 - t x / s) p_s over the region (Q = (t/s) P atom by atom),
+            # terms in [0, 1]: the l1 error of p moves it by at most p_fp (at +inf with the mass outside the window)
+            self._primary = _Side(law.p_j0, law.p, law.g, t, direction)
+            self._secondary = _Side(law.p_j0, law.p, law.g, t, direction, weight="t/s")
+            self._inf = (law.p_fp + law.p_out + law.truncation_p) * (1 + 1e-12)
+        else:
+            # likewise Q(S < t/x) - x E_Q[S/t; S < t/x] = sum (1 - x s/t) q_s over the region
+            self._primary = _Side(law.add_j0, law.add_q, law.add_g, t, direction)
+            self._secondary = _Side(law.add_j0, law.add_q, law.add_g, t, direction, weight="s/t")
+            self._inf = (law.add_fp + law.add_out + self._primary.at_zero) * (1 + 1e-12)
 
     @property
     def inf_mass(self) -> float:  # type: ignore[override]
@@ -220,10 +256,10 @@ class EpochLoss(PrivacyLoss):
                 max(self._primary.loss[-1], self._secondary.loss[-1]))
 
     def sf(self, x):
-        return self._primary.tail(x, +1) + self._lift
+        return self._primary.tail(x, +1)
 
     def sf_secondary(self, x):
-        return np.maximum(self._secondary.tail(x, -1) - self._drop, 0.0)
+        return self._secondary.tail(x, -1)
 
     def cdf(self, x):
         return np.maximum(self._primary.total - self._primary.tail(x, -1), 0.0)
@@ -250,12 +286,16 @@ class EpochLoss(PrivacyLoss):
 class _Side:
     """The atoms of one law (Q or P) of an `EpochLaw` in one direction, in ascending loss, with suffix sums."""
 
-    def __init__(self, j0: int, masses: np.ndarray, g: float, t: float, direction: str) -> None:
+    def __init__(self, j0: int, masses: np.ndarray, g: float, t: float, direction: str,
+                 weight: str | None = None) -> None:
         s = (j0 + np.arange(masses.size)) * g
         keep = (masses > 0) & (s > 0)
         self.at_zero = float(np.sum(masses[s <= 0])) if direction == "add" else 0.0
         order = slice(None) if direction == "remove" else slice(None, None, -1)
         s, self.mass = s[keep][order], masses[keep][order]
+        if weight is not None:  # the other law of the same sum: P = (s/t) Q
+            ratio = (s / t) if weight == "s/t" else (t / s)
+            self.mass = self.mass * ratio.astype(np.longdouble)
         self.loss = np.log(s / t) if direction == "remove" else np.log(t / s)
         self.suffix = np.concatenate([np.cumsum(self.mass[::-1])[::-1], [np.longdouble(0)]])
         self.total = float(self.suffix[0])

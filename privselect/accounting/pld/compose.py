@@ -108,9 +108,11 @@ def compose_bytes(n: int, components: int) -> float:
 
 def compose(parts: Sequence[tuple[np.ndarray, int, int]], infs: Sequence[float], h: float, a: float, b: float,
             max_points: int, max_memory: float, mgfs: tuple[np.ndarray, np.ndarray],
-            trig: dict | None = None) -> Composed:
+            trig: dict | None = None, long_double: bool = False) -> Composed:
     """Circular convolution of ``parts`` = (masses, i0, count) on a window covering [a, b] (module docstring);
-    ``trig`` keeps the float64 path's long-double angles for the next call on the same window."""
+    ``trig`` keeps the float64 path's long-double angles for the next call on the same window; ``long_double``
+    takes the long-double FFT whatever the count (its bound, k u_long log n, beats the float64 path's on large
+    windows of few-step laws; it costs about 1.6 times the time)."""
     j_a = int(math.floor(a / h))
     needed = int(math.ceil(b / h)) - j_a + 1
     n = scipy.fft.next_fast_len(max(needed, 16), real=True)
@@ -123,7 +125,7 @@ def compose(parts: Sequence[tuple[np.ndarray, int, int]], infs: Sequence[float],
     offset = sum(k * i0 for _, i0, k in parts)
     shift = j_a - offset  # output index j holds the loss (offset + shift + j) h after rolling
     k_total = sum(k for _, _, k in parts)
-    few = FFT_STAGE_ULPS * LONG_UNIT * math.log2(n) * k_total <= LONG_FIRST_ERROR
+    few = long_double or FFT_STAGE_ULPS * LONG_UNIT * math.log2(n) * k_total <= LONG_FIRST_ERROR
     fast = None if few else compose_fast(parts, n, trig)
     pmf, fp = fast if fast is not None else _compose_long(parts, n)
     pmf = np.roll(pmf, -(shift % n))

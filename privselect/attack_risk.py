@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,6 +38,7 @@ import numpy as np
 from . import _validation as check
 from .accounting import privacy_profile
 from .accounting.profile import ErrorBudget, PrivacyProfile
+from .errors import CertificationError
 from .mechanisms import Mechanism, NeighbouringRelation
 
 __all__ = ["QUOTED_FPRS", "Risk", "RiskTarget", "risk", "tuning_profile", "tuning_profiles"]
@@ -50,6 +53,13 @@ _REFINE_ROUNDS = 6
 _REFINE_MARGIN = 1.05
 #: K's tail beyond the K-mixture's k_max, added to its delta.
 _MIXTURE_TAIL = 1e-10
+#: eps accuracy (relative) of the coarse K-mixture whose LOWER bracket floors the K-mixture's answers (30x the
+#: K-mixture's own: a mesh about 30x coarser, well below the margin by which KRW's profile wins at small FPRs).
+_FLOOR_EPS_ERROR = 0.05
+#: The floor's eps grid (every eps >= 0 the conversion may try lies in one cell, or beyond the last point).
+_FLOOR_GRID = np.arange(0, 30 * 32 + 1) / 32.0
+#: Downward rounding of a floor (relative, then absolute): covers its few rounded operations with a wide margin.
+_FLOOR_REL, _FLOOR_ABS = 1e-9, 1e-15
 _U = 2.0**-53
 #: Upward rounding of ``delta + e^eps alpha`` (relative) and of ``1 - e^-eps (1 - delta - alpha)`` (absolute).
 _REL_SLACK = 8 * _U
@@ -63,26 +73,58 @@ class Risk:
     ``profile`` may be None (only ``pairs`` are known, e.g. a KRW Cor. 6.2 certificate); ``pairs`` are
     extra (eps, delta) guarantees of the same mechanism. ``certified`` is False where the profile carries
     an error *estimate* (then every number is an estimate too). ``source`` says what was converted.
+    ``deferred``: one more profile, built on first need (`DeferredProfile`): reading ``profiles`` (or ``source``,
+    which names it) builds it, and every answer is the one with it included (it is skipped only where its floor
+    proves that it cannot lower the answer).
     """
 
     profiles: tuple[PrivacyProfile, ...] = ()
     pairs: tuple[tuple[float, float], ...] = ()
     relation: str = str(NeighbouringRelation.ADD_REMOVE)
     source: str = ""
+    deferred: DeferredProfile | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.profiles, PrivacyProfile):
-            object.__setattr__(self, "profiles", (self.profiles,))
-        object.__setattr__(self, "profiles", tuple(self.profiles))
+        known = self._known()
+        if isinstance(known, PrivacyProfile):
+            known = (known,)
+        object.__setattr__(self, "profiles", tuple(known))
         object.__setattr__(self, "pairs", tuple((float(e), float(d)) for e, d in self.pairs))
-        if not self.profiles and not self.pairs:
+        if not self._known() and not self.pairs and self.deferred is None:
             raise ValueError("a Risk needs a profile or at least one (epsilon, delta) pair")
-        if not all(isinstance(p, PrivacyProfile) for p in self.profiles):
+        if not all(isinstance(p, PrivacyProfile) for p in self._known()):
             raise TypeError("profiles must be PrivacyProfile objects")
+
+    def __getattribute__(self, name: str) -> Any:
+        """``profiles`` with the deferred profile (built on this first read) where there is one; ``source`` as it
+        reads once that profile is built (or found impossible)."""
+        value = object.__getattribute__(self, name)
+        if name in ("profiles", "source"):
+            deferred = object.__getattribute__(self, "deferred")
+            if deferred is not None:
+                built = deferred.build()
+                if name == "source":
+                    return deferred.describe(built)
+                return value if built is None else value + (built,)
+        return value
+
+    def _known(self) -> tuple[PrivacyProfile, ...]:
+        """The profiles given (without the deferred one)."""
+        return object.__getattribute__(self, "profiles")
+
+    def _needed(self, floor: Callable[[DeferredProfile], Any], current: Any) -> PrivacyProfile | None:
+        """The deferred profile where it is built or may lower ``current`` (its ``floor`` is not >= it), else None."""
+        d = self.deferred
+        if d is None or (not d.is_built and bool(np.all(floor(d) >= current))):
+            return None
+        return d.build()
 
     @property
     def profile(self) -> PrivacyProfile | None:
         """The first (main) profile: for a certificate, the tuning's selection profile."""
+        known = self._known()
+        if known:
+            return known[0]
         return self.profiles[0] if self.profiles else None
 
     # -- what it rests on --------------------------------------------------------------------------
@@ -110,10 +152,13 @@ class Risk:
             raise ValueError(f"fpr must lie in [0, 1], got {fpr!r}")
         flat = a.reshape(-1)
         out = np.ones_like(flat)
-        for profile in self.profiles:
+        for profile in self._known():
             out = np.minimum(out, _profile_tpr(profile, flat, precise))
         for eps, delta in self.pairs:
             out = np.minimum(out, _pair_tpr(np.array([eps]), np.array([delta]), flat[:, None]).min(axis=1))
+        extra = self._needed(lambda d: d.tpr_floor(flat), out)
+        if extra is not None:
+            out = np.minimum(out, _profile_tpr(extra, flat, precise))
         out = np.maximum(out, flat)  # never below the trivial test's alpha (1 - f(alpha) >= alpha always)
         out = out.reshape(a.shape)
         return float(out) if np.ndim(fpr) == 0 else out
@@ -127,9 +172,12 @@ class Risk:
     def advantage(self) -> float:
         """Upper bound on max TPR - FPR of any membership test: delta(0), the total-variation distance."""
         bounds = [1.0]
-        bounds.extend(float(p.delta(0.0)) for p in self.profiles)
+        bounds.extend(float(p.delta(0.0)) for p in self._known())
         for eps, delta in self.pairs:  # the vertex of the (eps, delta) region
             bounds.append((math.expm1(eps) + 2 * delta) / (math.exp(eps) + 1) * (1 + _REL_SLACK))
+        extra = self._needed(lambda d: d.delta_floor(), min(bounds))
+        if extra is not None:
+            bounds.append(float(extra.delta(0.0)))
         return min(bounds)
 
     # -- other attacks --------------------------------------------------------------------------------
@@ -294,6 +342,64 @@ class RiskTarget:
         return f"TPR <= {self.tpr:g} at FPR {self.fpr:g}"
 
 
+class DeferredProfile:
+    """A profile built on first need (``build()``: once; None where it cannot be built; ``describe`` names the
+    risk's source once it is), with a cheap floor under every answer it would give: ``floor`` builds a profile
+    whose LOWER bracket, per direction, lies below the true delta that the built profile's upper delta bounds (the
+    same K-mixture on a coarser mesh: the same buckets, hence the same delta). The floors only decide when to build:
+    a wrong floor could make an answer looser (a certified profile left out), never optimistic."""
+
+    def __init__(self, build: Callable[[], PrivacyProfile | None], floor: Callable[[], PrivacyProfile | None],
+                 describe: Callable[[PrivacyProfile | None], str]) -> None:
+        self._build, self._floor, self.describe = build, floor, describe
+        self._built: tuple[PrivacyProfile | None] | None = None
+        self._lower: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def is_built(self) -> bool:
+        return self._built is not None
+
+    def build(self) -> PrivacyProfile | None:
+        with self._lock:
+            if self._built is None:
+                self._built = (self._build(),)
+            return self._built[0]
+
+    def lower(self) -> np.ndarray:
+        """max over the floor's directions of its lower delta on ``_FLOOR_GRID`` (-inf where there is no floor)."""
+        with self._lock:
+            if self._lower is None:
+                try:
+                    floor = self._floor()
+                except (CertificationError, ValueError, ArithmeticError, MemoryError):
+                    floor = None
+                if floor is None or not floor.certified:
+                    self._lower = np.full(_FLOOR_GRID.size, -np.inf)
+                else:
+                    self._lower = np.max([c.delta_bounds(_FLOOR_GRID)[0] for c in floor.curves], axis=0)
+            return self._lower
+
+    def delta_floor(self) -> float:
+        """At most the built profile's delta(0)."""
+        return float(self.lower()[0]) * (1 - _FLOOR_REL) - _FLOOR_ABS
+
+    def tpr_floor(self, alpha: np.ndarray) -> np.ndarray:
+        """At most ``_profile_tpr`` of the built profile at each alpha: every eps >= 0 it may try lies in a cell
+        [e_i, e_i+1] of the grid, where its upper delta D(eps) >= the true delta at eps >= the true delta at e_i+1
+        (non-increasing) >= the floor's lower delta G_i+1, so its two branches are at least G_i+1 + e^e_i alpha and
+        1 - e^-e_i (1 - G_i+1 - alpha)_+; beyond the last point e_N, with D >= 0, e^e_N alpha and
+        1 - e^-e_N (1 - alpha). At alpha = 0 no floor (-inf); at alpha >= 1 the answer is 1 whatever it is."""
+        g, e, a = self.lower()[None, 1:], _FLOOR_GRID[None, :-1], alpha[:, None]
+        with np.errstate(over="ignore", invalid="ignore"):
+            cells = np.minimum(g + np.exp(e) * a, 1.0 - np.exp(-e) * np.maximum(1.0 - g - a, 0.0)).min(axis=1)
+            last = float(_FLOOR_GRID[-1])
+            beyond = np.minimum(np.exp(last) * alpha, 1.0 - math.exp(-last) * (1.0 - alpha))
+        floor = np.minimum(cells, beyond) * (1 - _FLOOR_REL) - _FLOOR_ABS
+        floor = np.where(np.isnan(floor), -np.inf, floor)
+        return np.where(alpha <= 0, -np.inf, np.where(alpha >= 1, 1.0, floor))
+
+
 def _branch(which: int, eps: np.ndarray, delta: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """TPR <= delta + e^eps alpha (0) or TPR <= 1 - e^-eps (1 - delta - alpha) (1), rounded upwards."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -339,11 +445,24 @@ def _(x: Mechanism, **accountant_options: Any) -> Risk:
 def certificate_risk(x: Any, **accountant_options: Any) -> Risk:
     """``risk`` of a certificate (registered for ``Certificate`` by ``privselect.selection.certify``): the tuning's
     profiles (``tuning_profiles``) and the certificate's (epsilon, delta)."""
-    profiles = tuning_profiles(x, **accountant_options)
     pairs = ((float(x.epsilon), float(x.delta)),) if math.isfinite(x.epsilon) else ()
+    main = tuning_profile(x, **accountant_options)
+    mixture = _mixture_builder(x, **accountant_options)
+    if main is None or mixture is None or accountant_options:  # nothing to defer: every profile now (tuning_profiles)
+        built = None if mixture is None else mixture()
+        profiles = tuple(p for p in (main, built) if p is not None)
+        return Risk(profiles=profiles, pairs=pairs, relation=x.relation, source=_certificate_source(x, profiles))
+    # the K-mixture profile (the costly one) is built when an answer needs it (or its profiles or source are read)
+    deferred = DeferredProfile(lambda: mixture(), lambda: mixture(rel_eps_error=_FLOOR_EPS_ERROR),
+                               lambda built: _certificate_source(x, (main,) if built is None else (main, built)))
+    return Risk(profiles=(main,), pairs=pairs, relation=x.relation, source=_certificate_source(x, (main,)),
+                deferred=deferred)
+
+
+def _certificate_source(x: Any, profiles: tuple[PrivacyProfile, ...]) -> str:
     what = "the certificate's (epsilon, delta)" if not profiles else \
         f"the tuning's profiles ({', '.join(p.accountant for p in profiles)}) and the certificate's (epsilon, delta)"
-    return Risk(profiles=profiles, pairs=pairs, relation=x.relation, source=f"{what}: {x}")
+    return f"{what}: {x}"
 
 
 def tuning_profile(certificate: Any, **accountant_options: Any) -> PrivacyProfile | None:
@@ -384,16 +503,27 @@ def tuning_profiles(certificate: Any, **accountant_options: Any) -> tuple[Privac
     KRW's selection bound near eps = 0, hence for the advantage and large FPRs)."""
     main = tuning_profile(certificate, **accountant_options)
     out = () if main is None else (main,)
+    mixture = _mixture_builder(certificate, **accountant_options)
+    built = None if mixture is None else mixture()
+    return out if built is None else out + (built,)
+
+
+def _mixture_builder(certificate: Any, **accountant_options: Any) -> Callable[..., PrivacyProfile | None] | None:
+    """For a best-of-K release of a mechanism, a builder of its K-mixture profile (keyword options go to
+    ``k_mixture_profile``; None where it cannot be built); None where the K-mixture bound does not apply."""
     if certificate.bound == "mixture" or not isinstance(certificate.base, Mechanism) or is_pipeline(certificate):
-        return out
-    from .errors import CertificationError
+        return None
+    if unsupported_reason_mixture(certificate.k) is not None:
+        return None
     from .selection.bounds import applicable_bound
 
-    if unsupported_reason_mixture(certificate.k) is not None:
-        return out
     options = {"accountant": "auto", "target_delta": certificate.delta, "tail": _MIXTURE_TAIL, **accountant_options}
-    try:
-        entry = applicable_bound(certificate.k, "mixture")
-        return out + (entry.rule(certificate.base, certificate.k, **options),)
-    except (CertificationError, ValueError, MemoryError):  # no K-mixture profile here: the others stand
-        return out
+
+    def build(**extra: Any) -> PrivacyProfile | None:
+        try:
+            entry = applicable_bound(certificate.k, "mixture")
+            return entry.rule(certificate.base, certificate.k, **options, **extra)
+        except (CertificationError, ValueError, MemoryError):  # no K-mixture profile here: the others stand
+            return None
+
+    return build

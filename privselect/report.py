@@ -163,6 +163,7 @@ class Report:
                              f"got {self.dataset_size!r}")
         if self.provenance is None:
             object.__setattr__(self, "provenance", Provenance.of(self.cert))
+        _ = self.tuning.profiles  # a report names and plots every profile: build a deferred one now (no floor first)
         object.__setattr__(self, "numbers", _Numbers.of(self.tuning))
         object.__setattr__(self, "run_numbers", None if self.run is None else _Numbers.of(self.run))
 

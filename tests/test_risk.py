@@ -182,3 +182,50 @@ def test_tuning_result_with_callable_privacy_exposes_the_profile_its_certificate
     # the tuning over three noise levels is no riskier than the tuning that always uses the least noise
     worst = ps.risk(ps.certify(ps.Gaussian(2.0), ps.Geometric(mean=10), 1e-6, accountant="exact"))
     assert np.all(r.tpr(ALPHAS[:3]) <= worst.tpr(ALPHAS[:3]) * (1 + 1e-9))
+
+
+def _small_best_of_k():
+    """DP-SGD small enough for a unit test, best of K ~ Geometric(10): KRW's profile wins at small FPRs, the
+    K-mixture profile at large ones and for the advantage."""
+    run = ps.Gaussian(noise_multiplier=1.1).poisson_subsample(0.02).compose(500)
+    return ps.certify(run, ps.Geometric(mean=10), 1e-5)
+
+
+def test_deferred_k_mixture_gives_the_answers_of_every_profile_built():
+    from privselect.attack_risk import Risk, tuning_profiles
+
+    cert = _small_best_of_k()
+    eager = Risk(profiles=tuning_profiles(cert), pairs=((cert.epsilon, cert.delta),), relation=cert.relation)
+    assert [p.accountant.startswith("k-mixture") for p in eager.profiles] == [False, True]
+    unbuilt = []
+    for alpha in (1e-6, 1e-4, 1e-3, 1e-2, 0.1, 0.3, 0.5, 0.9, 0.0, 1.0):
+        lazy = ps.risk(cert)  # a fresh one per query: nothing built by an earlier answer
+        assert lazy.tpr(alpha) == eager.tpr(alpha)
+        assert lazy.tpr(alpha, precise=False) == eager.tpr(alpha, precise=False)
+        if not lazy.deferred.is_built:
+            unbuilt.append(alpha)
+    assert unbuilt[:3] == [1e-6, 1e-4, 1e-3]  # where KRW's profile wins, the K-mixture is never built
+    vector = np.array([1e-4, 1e-3, 1e-2, 0.1, 0.5])
+    np.testing.assert_array_equal(ps.risk(cert).tpr(vector), eager.tpr(vector))
+    assert ps.risk(cert).advantage == eager.advantage
+    assert ps.risk(cert).attribute_inference(0.5) == eager.attribute_inference(0.5)
+    lazy = ps.risk(cert)
+    assert lazy.table() == eager.table()
+    assert len(lazy.profiles) == 2 and lazy.profiles[1] is lazy.deferred.build()
+    assert "k-mixture[auto]" in lazy.source and lazy.certified
+
+
+def test_k_mixture_floor_lies_below_the_built_profile_answers():
+    from privselect.attack_risk import Risk
+
+    r = ps.risk(_small_best_of_k())
+    floor = r.deferred
+    mixture = floor.build()
+    alphas = np.concatenate([np.geomspace(1e-10, 0.5, 60), [0.7, 0.9, 0.99]])
+    alone = Risk(profiles=(mixture,))  # only the K-mixture profile: its answers (at least alpha)
+    assert np.all(floor.tpr_floor(alphas) <= alone.tpr(alphas))
+    assert np.all(floor.tpr_floor(alphas) <= alone.tpr(alphas, precise=False))
+    assert floor.delta_floor() <= float(mixture.delta(0.0))
+    # and close enough to skip it where KRW's profile wins (at most 30% below the built answers)
+    assert np.all(floor.tpr_floor(alphas[alphas > 1e-6]) >= 0.7 * alone.tpr(alphas[alphas > 1e-6]))
+

@@ -175,7 +175,8 @@ class Risk:
         bounds.extend(float(p.delta(0.0)) for p in self._known())
         for eps, delta in self.pairs:  # the vertex of the (eps, delta) region
             bounds.append((math.expm1(eps) + 2 * delta) / (math.exp(eps) + 1) * (1 + _REL_SLACK))
-        extra = self._needed(lambda d: d.delta_floor(), min(bounds))
+        # no floor here: the K-mixture profile is the tight one near eps = 0, so it would only delay the build
+        extra = None if self.deferred is None else self.deferred.build()
         if extra is not None:
             bounds.append(float(extra.delta(0.0)))
         return min(bounds)
@@ -379,10 +380,6 @@ class DeferredProfile:
                 else:
                     self._lower = np.max([c.delta_bounds(_FLOOR_GRID)[0] for c in floor.curves], axis=0)
             return self._lower
-
-    def delta_floor(self) -> float:
-        """At most the built profile's delta(0)."""
-        return float(self.lower()[0]) * (1 - _FLOOR_REL) - _FLOOR_ABS
 
     def tpr_floor(self, alpha: np.ndarray) -> np.ndarray:
         """At most ``_profile_tpr`` of the built profile at each alpha: every eps >= 0 it may try lies in a cell

@@ -225,7 +225,6 @@ def test_k_mixture_floor_lies_below_the_built_profile_answers():
     alone = Risk(profiles=(mixture,))  # only the K-mixture profile: its answers (at least alpha)
     assert np.all(floor.tpr_floor(alphas) <= alone.tpr(alphas))
     assert np.all(floor.tpr_floor(alphas) <= alone.tpr(alphas, precise=False))
-    assert floor.delta_floor() <= float(mixture.delta(0.0))
     # and close enough to skip it where KRW's profile wins (at most 30% below the built answers)
     assert np.all(floor.tpr_floor(alphas[alphas > 1e-6]) >= 0.7 * alone.tpr(alphas[alphas > 1e-6]))
 

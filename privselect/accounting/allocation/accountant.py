@@ -37,7 +37,7 @@ from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory
 from ..pld import PLDAccountant
 from ..plrv import DirectedLosses, privacy_losses
 from ..profile import DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
-from .epoch import EpochLoss, epoch_law
+from .epoch import MAX_MESH_POINTS, EpochLoss, epoch_law
 
 __all__ = ["Allocation", "allocation_mu_bracket", "IntersectedCurve"]
 
@@ -73,40 +73,50 @@ def allocation_mu_bracket(mechanism: Mechanism) -> tuple[float, float]:
 
 
 class IntersectedCurve(DirectionalCurve):
-    """Two certified brackets of one direction intersected: the larger lower end, the smaller upper end."""
+    """Certified brackets of one direction intersected: the largest lower end, the smallest upper end."""
 
-    def __init__(self, first: DirectionalCurve, second: DirectionalCurve, direction: str) -> None:
-        self.first, self.second, self.direction = first, second, direction
-        a, b = first.error_budget, second.error_budget
-        self.error_budget = ErrorBudget(eps_error=min(a.eps_error, b.eps_error),
-                                        delta_error=min(a.delta_error, b.delta_error),
-                                        min_delta=min(a.min_delta, b.min_delta), details=a.details + b.details)
+    def __init__(self, curves: tuple[DirectionalCurve, ...], direction: str) -> None:
+        self.curves, self.direction = curves, direction
+        budgets = [c.error_budget for c in curves]
+        self.error_budget = ErrorBudget(eps_error=min(b.eps_error for b in budgets),
+                                        delta_error=min(b.delta_error for b in budgets),
+                                        min_delta=min(b.min_delta for b in budgets),
+                                        details=tuple(d for b in budgets for d in b.details))
 
     def delta_bounds(self, eps):
-        lo_a, up_a = self.first.delta_bounds(eps)
-        lo_b, up_b = self.second.delta_bounds(eps)
-        return np.maximum(lo_a, lo_b), np.minimum(up_a, up_b)
+        ends = [c.delta_bounds(eps) for c in self.curves]
+        return np.max([lo for lo, _ in ends], axis=0), np.min([up for _, up in ends], axis=0)
 
     def epsilon_bounds(self, delta):
-        lo_a, up_a = self.first.epsilon_bounds(delta)
-        lo_b, up_b = self.second.epsilon_bounds(delta)
-        return np.maximum(lo_a, lo_b), np.minimum(up_a, up_b)
+        ends = [c.epsilon_bounds(delta) for c in self.curves]
+        return np.max([lo for lo, _ in ends], axis=0), np.min([up for _, up in ends], axis=0)
 
 
-def tight_upper_profile(mechanism: Mechanism, max_memory: float = DEFAULT_MAX_MEMORY) -> PrivacyProfile:
+def tight_upper_profiles(mechanism: Mechanism, max_memory: float = DEFAULT_MAX_MEMORY) -> list[PrivacyProfile]:
     """pld's composition of each k = 1 epoch's dominating law (`epoch`) with the Gaussian parts, upper ends only;
-    CertificationError where an epoch has k > 1 or a law exceeds its budget."""
-    parts = []
-    for part, count in _parts(mechanism):
-        if isinstance(part, RandomAllocation):
-            if part.participations != 1:
-                raise CertificationError(f"the tight random-allocation profile is for one participation per epoch; "
-                                         f"got participations={part.participations}")
-            law = epoch_law(float(part.base.noise_multiplier), int(part.steps), max_memory)  # type: ignore[attr-defined]
-            parts.append((DirectedLosses(remove=EpochLoss(law, "remove"), add=EpochLoss(law, "add")), count))
-        else:
-            parts.append((privacy_losses(part), count))
-    return PLDAccountant(max_memory=max_memory).losses_profile(tuple(parts), mechanism, optimistic=False)
+    and where an epoch's term does not fit its fine mesh (small sigma), the same on the coarser mesh as well (its
+    truncation floor is lower). CertificationError where an epoch has k > 1 or a law exceeds its budget."""
+    parts = _parts(mechanism)
+    for part, _ in parts:
+        if isinstance(part, RandomAllocation) and part.participations != 1:
+            raise CertificationError(f"the tight random-allocation profile is for one participation per epoch; "
+                                     f"got participations={part.participations}")
+
+    def profile(coarse: bool) -> PrivacyProfile:
+        losses = []
+        for part, count in parts:
+            if isinstance(part, RandomAllocation):
+                law = epoch_law(float(part.base.noise_multiplier), int(part.steps), max_memory,  # type: ignore[attr-defined]
+                                coarse)
+                losses.append((DirectedLosses(remove=EpochLoss(law, "remove"), add=EpochLoss(law, "add")), count))
+            else:
+                losses.append((privacy_losses(part), count))
+        return PLDAccountant(max_memory=max_memory).losses_profile(tuple(losses), mechanism, optimistic=False)
+
+    fine = profile(False)
+    cut = any(dict(epoch_law(float(p.base.noise_multiplier), int(p.steps), max_memory).details)["mesh_points"]  # type: ignore[attr-defined]
+              >= MAX_MESH_POINTS for p, _ in parts if isinstance(p, RandomAllocation))
+    return [fine, profile(True)] if cut else [fine]
 
 
 @register_accountant("allocation")
@@ -142,8 +152,9 @@ class Allocation(Accountant):
         curves: tuple[DirectionalCurve, ...] = tuple(bracket.values())
         if self.tight:
             try:
-                upper = tight_upper_profile(mechanism, self.max_memory)
-                curves = tuple(IntersectedCurve(c, bracket[c.direction], c.direction) for c in upper.curves)
+                uppers = tight_upper_profiles(mechanism, self.max_memory)
+                curves = tuple(IntersectedCurve(tuple(u.curves[i] for u in uppers) + (bracket[c.direction],),
+                                                c.direction) for i, c in enumerate(uppers[0].curves))
                 how = f"upper end by dominating epoch laws composed by pld; lower end {lo:.4g}-GDP (steps summed)"
                 declined = ""
             except (CertificationError, MemoryError) as exc:

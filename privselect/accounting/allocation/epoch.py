@@ -177,16 +177,21 @@ def _summed(parts: list, h: float, max_memory: float) -> tuple[int, np.ndarray, 
 
 
 @quiet_cache(maxsize=4)
-def epoch_law(sigma: float, steps: int, max_memory: float = DEFAULT_MAX_MEMORY) -> EpochLaw:
+def epoch_law(sigma: float, steps: int, max_memory: float = DEFAULT_MAX_MEMORY, coarse: bool = False) -> EpochLaw:
     """The dominating laws of S for one epoch of ``steps`` steps at noise multiplier ``sigma`` (module
     docstring): under P, one term of y nu(dy) and t - 1 of nu; and for the add direction, under Q, t terms of the
     capped term's spread on a finer mesh."""
     t = steps
     s, sd = _term_scale(sigma)
-    g = 2.0 ** math.floor(math.log2(min(MESH_PER_SD * sd, MAX_MESH)))
     # P(E) <= G-bar(Y_max) + (t - 1) F-bar(Y_max) <= eta / 2 + eta / 2 (G-bar(y) = Phi-bar((ln y - s^2/2) / s))
     z_p, z_q = -special.ndtri(_TRUNCATION / 2), -special.ndtri(_TRUNCATION / (2 * t))
     y_max = math.exp(max(s * s / 2 + s * z_p, -s * s / 2 + s * z_q))
+    # the finer of MESH_PER_SD sd and MAX_MESH (Y_max cut to the budget: small sigma truncates early); ``coarse``:
+    # where Y_max does not fit on it, coarser up to MESH_PER_SD sd (a lower truncation floor, a looser curve)
+    g = 2.0 ** math.floor(math.log2(min(MESH_PER_SD * sd, MAX_MESH)))
+    if coarse and y_max / g > MAX_MESH_POINTS:
+        g = max(g, min(2.0 ** math.ceil(math.log2(y_max / MAX_MESH_POINTS)),
+                       2.0 ** math.floor(math.log2(MESH_PER_SD * sd))))
     # past the mesh budget the truncation gives way (its P(E), Q(E) grow and raise the curve's floor)
     n_bins = min(int(math.ceil(y_max / g)), MAX_MESH_POINTS)
     nu, info = _spread(s, g, n_bins, False, max_memory)

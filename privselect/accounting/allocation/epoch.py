@@ -48,7 +48,7 @@ __all__ = ["EpochLaw", "EpochLoss", "epoch_law", "MESH_PER_SD", "MAX_MESH_POINTS
 #: Mesh of Y in units of its standard deviation: the spread adds at most g^2/4 to Var Y per term, a relative
 #: 6e-4 here (an estimate of the tightness cost, not part of any bound).
 MESH_PER_SD = 0.05
-#: Coarsest mesh of one term: where sigma is small the term's bulk (median e^{-1/(2 sigma^2)}) is far narrower
+#: Coarsest fine mesh of one term (the coarse variant may go up to MESH_PER_SD sd): where sigma is small the term's bulk (median e^{-1/(2 sigma^2)}) is far narrower
 #: than its standard deviation, and the sum's relevant scale at few steps is O(1).
 MAX_MESH = 1 / 16
 #: Largest mesh of one term (points); past it the term is truncated lower (small sigma: a heavier tail), which
@@ -58,8 +58,8 @@ MAX_MESH_POINTS = 1 << 22
 ADD_MESH_POINTS = 1 << 19
 #: Largest composed window (points); past it the window is cut and the Chernoff bound of the mass beyond counts.
 MAX_WINDOW_POINTS = 1 << 22
-#: P(E) + Q(E) aimed at by the truncation of each term at Y_max (within the mesh budget), and the Chernoff
-#: tails of the window.
+#: P(E) aimed at by the truncation of each term at Y_max (within the mesh budget), and the Chernoff tails of the
+#: window.
 _TRUNCATION = 1e-14
 _WINDOW_TAIL = 1e-20
 #: Assumed relative error of scipy's ndtr (as pld's SF_REL_ERROR).
@@ -176,7 +176,7 @@ def _summed(parts: list, h: float, max_memory: float) -> tuple[int, np.ndarray, 
     return law.j0, np.asarray(law.pmf, dtype=np.longdouble), float(law.fp), float(law.above) + below
 
 
-@quiet_cache(maxsize=4)
+@quiet_cache(maxsize=2)  # a law holds up to ~100 MB of long doubles: the fine and coarse one
 def epoch_law(sigma: float, steps: int, max_memory: float = DEFAULT_MAX_MEMORY, coarse: bool = False) -> EpochLaw:
     """The dominating laws of S for one epoch of ``steps`` steps at noise multiplier ``sigma`` (module
     docstring): under P, one term of y nu(dy) and t - 1 of nu; and for the add direction, under Q, t terms of the

@@ -450,7 +450,7 @@ def certificate_risk(x: Any, **accountant_options: Any) -> Risk:
         profiles = tuple(p for p in (main, built) if p is not None)
         return Risk(profiles=profiles, pairs=pairs, relation=x.relation, source=_certificate_source(x, profiles))
     # the K-mixture profile (the costly one) is built when an answer needs it (or its profiles or source are read)
-    deferred = DeferredProfile(lambda: mixture(), lambda: mixture(rel_eps_error=_FLOOR_EPS_ERROR),
+    deferred = DeferredProfile(lambda: mixture(), lambda: mixture(shared_eps_error=_FLOOR_EPS_ERROR),
                                lambda built: _certificate_source(x, (main,) if built is None else (main, built)))
     return Risk(profiles=(main,), pairs=pairs, relation=x.relation, source=_certificate_source(x, (main,)),
                 deferred=deferred)

@@ -485,7 +485,7 @@ K_MIXTURE = "mixture of k-fold compositions (K released; joint convexity)"
 @register_bound(KDistribution, "mixture", K_MIXTURE)
 def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1e-12, bucket_ratio: float = 1.1,
                       accountant: str = "auto", target_delta: float = 1e-6, shared: bool = True,
-                      rel_eps_error: float = _REL_EPS_ERROR, **accountant_options: Any) -> PrivacyProfile:
+                      shared_eps_error: float = _REL_EPS_ERROR, **accountant_options: Any) -> PrivacyProfile:
     """Profile of K runs of ``base`` with everything released (K, every run, adaptive choices).
 
     ``tail`` bounds P[K > k_max] (added to delta; where it and the rounding of K's cdf reach
@@ -493,8 +493,9 @@ def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1
     ``bucket_ratio`` sets the bucket growth. Every bucket's k-fold profile comes from one
     description of the base run (module docstring): the closed form for compositions of
     Gaussian mechanisms (``accountant`` "auto" or "exact"), else one PRV discretisation
-    (``accountant`` "auto" or "prv"; its mesh is sized for an eps error of ``rel_eps_error`` x eps near
-    ``target_delta``: a larger one is cheaper and looser, its bracket as certified).
+    (``accountant`` "auto" or "prv"; its mesh is sized for an eps error of ``shared_eps_error`` x eps near
+    ``target_delta``: a larger one is cheaper and looser, its bracket as certified; an accountant option such as
+    ``rel_eps_error`` instead builds one profile per bucket).
     ``shared=False``, other accountants, accountant options, or a base the shared
     discretisation cannot read (e.g. an ApproxDP part) build one profile per bucket with
     ``accountant`` (slower; "auto" then answers every delta); the profile's metadata says which
@@ -522,7 +523,7 @@ def k_mixture_profile(base: Mechanism, k_dist: KDistribution, *, tail: float = 1
     elif not accountant_options and accountant in ("auto", "prv"):
         try:
             directions = _prv_mixture_curves(base, ends, probs, _reference_k(ends, probs, p_zero, target_delta),
-                                             target_delta, rel_eps_error)
+                                             target_delta, shared_eps_error)
             source = "prv (one discretisation, buckets mixed in the frequency domain)"
         except (ValueError, ArithmeticError, UnsupportedMechanismError) as exc:
             if accountant == "prv":

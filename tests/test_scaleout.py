@@ -201,6 +201,14 @@ def test_a_dask_worker_killed_mid_tuning_gives_the_undisturbed_result(tmp_path, 
     assert set(calls) == set(undisturbed.calls)
 
 
+def test_dask_counts_a_run_cancelled_with_its_scattered_data_as_a_worker_loss():
+    # a killed worker can take a scattered replica with it; the runs that depend on it are cancelled
+    # (FutureCancelledError, "lost dependencies") instead of rescheduled: the engine must submit them again
+    distributed = pytest.importorskip("distributed")
+    lost = backends.get_backend("dask").worker_loss_errors()
+    assert distributed.KilledWorker in lost and distributed.client.FutureCancelledError in lost
+
+
 @pytest.mark.slow  # starts a local ray instance (~10 s): the slow tier runs it
 def test_a_ray_worker_killed_mid_tuning_gives_the_undisturbed_result(tmp_path, undisturbed, local_ray):
     result, killed = _run_with_a_killed_worker(tmp_path, "ray")  # ray reports WorkerCrashedError (max_retries=0)

@@ -19,7 +19,7 @@ Built in:
 
 Each backend names the exceptions by which it reports the loss of a worker
 ([`Backend.worker_loss_errors`][privselect.tuning.backends.Backend.worker_loss_errors]): loky's ``TerminatedWorkerError``/``BrokenProcessPool``,
-dask's ``KilledWorker``, ray's ``WorkerCrashedError``, ``NodeDiedError``, ``RayActorError`` and
+dask's ``KilledWorker`` and ``FutureCancelledError``, ray's ``WorkerCrashedError``, ``NodeDiedError``, ``RayActorError`` and
 ``ObjectLostError``. The engine re-executes the runs lost that way with their own seeds
 ([`MAX_REEXECUTIONS`][privselect.tuning.backends.MAX_REEXECUTIONS], docs/cluster.md). Add a backend with [`register_backend`][privselect.tuning.backends.register_backend].
 """
@@ -156,7 +156,8 @@ class DaskBackend(Backend):
     take the data with it); runs stream back through ``distributed.as_completed``. ``n_jobs=-1``
     means one run in flight per worker thread, times two. Dask itself reschedules a task whose
     worker died, up to ``distributed.scheduler.allowed-failures`` times, before it reports
-    ``KilledWorker``.
+    ``KilledWorker``; a run cancelled because a dying worker took data it depends on reports
+    ``FutureCancelledError``: both are worker losses (the engine submits the runs again, scattering anew).
     """
 
     name: str = "dask"
@@ -193,8 +194,11 @@ class DaskBackend(Backend):
 
     def worker_loss_errors(self):
         from distributed import KilledWorker
+        from distributed.client import FutureCancelledError
 
-        return (KilledWorker,)
+        # a killed worker can also take a scattered replica the scheduler still counted on: the runs that need it
+        # are then cancelled ("lost dependencies") instead of rescheduled; the next round scatters the data again
+        return (KilledWorker, FutureCancelledError)
 
 
 @dataclass(frozen=True)

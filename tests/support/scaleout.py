@@ -21,9 +21,11 @@ def _record_call(data: dict, params: dict) -> None:
     directory = data.get("dir")
     if directory is None:
         return
-    Path(directory, f"{os.getpid()}.pid").touch()
     with open(Path(directory, "calls.log"), "a") as log:  # one short append per call: atomic across processes
         log.write(f"{params['x']!r}\n")
+    # the pid file after the call is logged: a process killed once its pid file exists has logged its call (the
+    # killed-worker tests count the re-executed run; killed in between, the lost run was never counted)
+    Path(directory, f"{os.getpid()}.pid").touch()
 
 
 def rng_trainer(params: dict, data: dict, rng: np.random.Generator):

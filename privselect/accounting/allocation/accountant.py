@@ -14,13 +14,13 @@ of them, chosen uniformly without replacement) is bracketed by two Gaussian mech
 
 Composed over epochs (and with other random-allocation parts) the mu^2 add (Dong, Roth, Su 2022, Cor. 3.3).
 
-**The tight upper end (k = 1).** Each epoch is replaced by a dominating law of its likelihood ratio (`epoch`: the
-t-fold sum of a mean-preserving spread of the lognormal term on a linear mesh, checked against the term's closed
-forms, with every floating-point and truncation term at +inf), and pld composes the epochs' pessimistic laws with
-the other parts (its upper law only: the spread's optimistic law would bound the spread, not the epoch). Each
-direction's curve is the intersection of that upper end with the Gaussian bracket: upper = the smaller upper
-bound, lower = mu_lower's. Where the tight end declines (k > 1, a mesh past its budget) the bracket stands alone
-and the profile says so.
+**The tight ends (k = 1).** Each epoch is replaced by a law of its likelihood ratio that dominates it (`epoch`:
+the t-fold sum of a mean-preserving spread of the lognormal term on a linear mesh, every floating-point and
+truncation term at +inf) and by one it dominates (`lower`: the t-fold sum of a contraction of the term onto the
+same mesh, masses rounded down); pld composes the epochs' dominating laws for the upper end and the dominated laws
+for the lower end, with the other parts. Each direction's curve is the intersection of those ends with the
+Gaussian bracket: upper = the smaller upper bound, lower = the larger lower bound. Where a tight end declines
+(k > 1, a mesh past its budget) the bracket stands for it and the profile's description says so.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory
 from ..pld import PLDAccountant
 from ..plrv import DirectedLosses, privacy_losses
 from ..profile import DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
-from .epoch import MAX_MESH_POINTS, EpochLoss, epoch_law
+from .epoch import MAX_MESH_POINTS, EpochLoss, epoch_law, epoch_meshes
+from .lower import EpochLowerLoss, epoch_lower_law
 
 __all__ = ["Allocation", "allocation_mu_bracket", "IntersectedCurve"]
 
@@ -92,45 +93,60 @@ class IntersectedCurve(DirectionalCurve):
         return np.max([lo for lo, _ in ends], axis=0), np.min([up for _, up in ends], axis=0)
 
 
-def tight_upper_profiles(mechanism: Mechanism, max_memory: float = DEFAULT_MAX_MEMORY) -> list[PrivacyProfile]:
-    """pld's composition of each k = 1 epoch's dominating law (`epoch`) with the Gaussian parts, upper ends only;
-    and where an epoch's term does not fit its fine mesh (small sigma), the same on the coarser mesh as well (its
-    truncation floor is lower). CertificationError where an epoch has k > 1 or a law exceeds its budget."""
+def tight_profiles(mechanism: Mechanism, max_memory: float = DEFAULT_MAX_MEMORY) -> tuple[list[PrivacyProfile], str]:
+    """pld's composition of each k = 1 epoch's dominating law (`epoch`, upper end) and dominated law (`lower`,
+    lower end) with the Gaussian parts; and where an epoch's term does not fit its fine mesh (small sigma), the
+    upper end on the coarser mesh as well (its truncation floor is lower). Also why the lower end declined ("" if
+    it did not: without it the profiles' lower ends are 0). CertificationError where an epoch has k > 1 or an
+    upper law exceeds its budget."""
     parts = _parts(mechanism)
     for part, _ in parts:
         if isinstance(part, RandomAllocation) and part.participations != 1:
             raise CertificationError(f"the tight random-allocation profile is for one participation per epoch; "
                                      f"got participations={part.participations}")
+    lower_laws: dict = {}
+    declined = ""
+    for part, _ in parts:
+        if isinstance(part, RandomAllocation):
+            key = (float(part.base.noise_multiplier), int(part.steps))  # type: ignore[attr-defined]
+            try:
+                lower_laws[key] = epoch_lower_law(*key, max_memory)
+            except (CertificationError, MemoryError) as exc:
+                declined = str(exc)
 
     def profile(coarse: bool) -> PrivacyProfile:
         losses = []
         for part, count in parts:
             if isinstance(part, RandomAllocation):
-                law = epoch_law(float(part.base.noise_multiplier), int(part.steps), max_memory,  # type: ignore[attr-defined]
-                                coarse)
-                losses.append((DirectedLosses(remove=EpochLoss(law, "remove"), add=EpochLoss(law, "add")), count))
+                key = (float(part.base.noise_multiplier), int(part.steps))  # type: ignore[attr-defined]
+                law = epoch_law(*key, max_memory, coarse)
+                lower = None if coarse or declined else lower_laws[key]
+                directed = {d: EpochLoss(law, d, None if lower is None else EpochLowerLoss(lower, d))
+                            for d in ("remove", "add")}
+                losses.append((DirectedLosses(**directed), count))
             else:
                 losses.append((privacy_losses(part), count))
-        return PLDAccountant(max_memory=max_memory).losses_profile(tuple(losses), mechanism, optimistic=False)
+        return PLDAccountant(max_memory=max_memory).losses_profile(tuple(losses), mechanism)
 
     try:
         fine = profile(False)
     except CertificationError:  # the fine mesh cut the term inside its bulk: the coarse one alone
-        return [profile(True)]
-    cut = any(dict(epoch_law(float(p.base.noise_multiplier), int(p.steps), max_memory).details)["mesh_points"]  # type: ignore[attr-defined]
-              >= MAX_MESH_POINTS for p, _ in parts if isinstance(p, RandomAllocation))
-    return [fine, profile(True)] if cut else [fine]
+        return [profile(True)], "the fine mesh declined"
+    cut = any(epoch_meshes(float(p.base.noise_multiplier), int(p.steps)).n_bins >= MAX_MESH_POINTS  # type: ignore[attr-defined]
+              for p, _ in parts if isinstance(p, RandomAllocation))
+    return ([fine, profile(True)] if cut else [fine]), declined
 
 
 @register_accountant("allocation")
 class Allocation(Accountant):
-    """Random allocation (balls-in-bins, redrawn per epoch): the tight upper end (k = 1) within the bracket of two
+    """Random allocation (balls-in-bins, redrawn per epoch): the tight ends (k = 1) within the bracket of two
     Gaussian-DP curves.
 
     Parameters
     ----------
     tight:
-        Compose the epochs' dominating laws for the upper end (k = 1); False: the Gaussian bracket alone.
+        Compose the epochs' dominating and dominated laws for the two ends (k = 1); False: the Gaussian bracket
+        alone.
     max_memory:
         Bytes one build may allocate (estimated first); past it the tight end declines to the bracket.
     """
@@ -155,10 +171,12 @@ class Allocation(Accountant):
         curves: tuple[DirectionalCurve, ...] = tuple(bracket.values())
         if self.tight:
             try:
-                uppers = tight_upper_profiles(mechanism, self.max_memory)
-                curves = tuple(IntersectedCurve(tuple(u.curves[i] for u in uppers) + (bracket[c.direction],),
-                                                c.direction) for i, c in enumerate(uppers[0].curves))
-                how = f"upper end by dominating epoch laws composed by pld; lower end {lo:.4g}-GDP (steps summed)"
+                tight, lower_declined = tight_profiles(mechanism, self.max_memory)
+                curves = tuple(IntersectedCurve(tuple(u.curves[i] for u in tight) + (bracket[c.direction],),
+                                                c.direction) for i, c in enumerate(tight[0].curves))
+                how = ("upper end by dominating epoch laws composed by pld; lower end "
+                       + (f"{lo:.4g}-GDP (steps summed; dominated laws declined: {lower_declined})" if lower_declined
+                          else f"by dominated epoch laws composed by pld, at least {lo:.4g}-GDP (steps summed)"))
                 declined = ""
             except (CertificationError, MemoryError) as exc:
                 declined = str(exc)

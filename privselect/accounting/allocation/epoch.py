@@ -43,7 +43,8 @@ from ..budget import DEFAULT_MAX_MEMORY, require_memory
 from ..pld.compose import compose, part_log_mgfs, window
 from ..plrv import PrivacyLoss
 
-__all__ = ["EpochLaw", "EpochLoss", "epoch_law", "MESH_PER_SD", "MAX_MESH_POINTS", "ADD_MESH_POINTS"]
+__all__ = ["EpochLaw", "EpochLoss", "EpochMeshes", "EpochSide", "epoch_law", "epoch_meshes", "summed_law",
+           "MESH_PER_SD", "MAX_MESH_POINTS", "ADD_MESH_POINTS"]
 
 #: Mesh of Y in units of its standard deviation: the spread adds at most g^2/4 to Var Y per term, a relative
 #: 6e-4 here (an estimate of the tightness cost, not part of any bound).
@@ -55,7 +56,7 @@ MAX_MESH = 1 / 16
 #: raises the epoch's floor P(E) instead of its cost.
 MAX_MESH_POINTS = 1 << 22
 #: Largest mesh of the add direction's capped term, and of its sum's window (the mesh is finer where they fit).
-ADD_MESH_POINTS = 1 << 19
+ADD_MESH_POINTS = 1 << 17
 #: Largest composed window (points); past it the window is cut and the Chernoff bound of the mass beyond counts.
 MAX_WINDOW_POINTS = 1 << 22
 #: P(E) aimed at by the truncation of each term at Y_max (within the mesh budget), and the Chernoff tails of the
@@ -161,7 +162,7 @@ def _spread(s: float, g: float, n_bins: int, capped: bool, max_memory: float) ->
     return np.where(out > 0, np.nextafter(out * (1 + 8 * _LONG_UNIT), np.inf), 0.0), info
 
 
-def _summed(parts: list, h: float, max_memory: float) -> tuple[int, np.ndarray, float, float]:
+def summed_law(parts: list, h: float, max_memory: float) -> tuple[int, np.ndarray, float, float]:
     """(j0, masses, l1 error, mass outside the window) of the circular convolution of ``parts`` (pld's
     `compose` in long double: its l1 bound is 50 times below the float64 path's on these windows of a few
     million points; the window sized by Chernoff bounds at `_WINDOW_TAIL`)."""
@@ -176,11 +177,22 @@ def _summed(parts: list, h: float, max_memory: float) -> tuple[int, np.ndarray, 
     return law.j0, np.asarray(law.pmf, dtype=np.longdouble), float(law.fp), float(law.above) + below
 
 
-@quiet_cache(maxsize=2)  # a law holds up to ~100 MB of long doubles: the fine and coarse one
-def epoch_law(sigma: float, steps: int, max_memory: float = DEFAULT_MAX_MEMORY, coarse: bool = False) -> EpochLaw:
-    """The dominating laws of S for one epoch of ``steps`` steps at noise multiplier ``sigma`` (module
-    docstring): under P, one term of y nu(dy) and t - 1 of nu; and for the add direction, under Q, t terms of the
-    capped term's spread on a finer mesh."""
+@dataclass(frozen=True)
+class EpochMeshes:
+    """The meshes of one epoch's term: ``s`` = 1 / sigma, ``sd`` its standard deviation, the remove direction's
+    mesh ``g`` with ``n_bins`` cells (the term truncated at Y_max = n_bins g), and the add direction's capped
+    term on ``add_g`` with ``add_bins`` cells."""
+
+    s: float
+    sd: float
+    g: float
+    n_bins: int
+    add_g: float
+    add_bins: int
+
+
+def epoch_meshes(sigma: float, steps: int, coarse: bool = False) -> EpochMeshes:
+    """The meshes of `epoch_law` (its docstring); CertificationError where e^(1/sigma^2) overflows."""
     t = steps
     s, sd = _term_scale(sigma)
     # P(E) <= G-bar(Y_max) + (t - 1) F-bar(Y_max) <= eta / 2 + eta / 2 (G-bar(y) = Phi-bar((ln y - s^2/2) / s))
@@ -194,6 +206,24 @@ def epoch_law(sigma: float, steps: int, max_memory: float = DEFAULT_MAX_MEMORY, 
                        2.0 ** math.floor(math.log2(MESH_PER_SD * sd))))
     # past the mesh budget the truncation gives way (its P(E), Q(E) grow and raise the curve's floor)
     n_bins = min(int(math.ceil(y_max / g)), MAX_MESH_POINTS)
+    # the add direction: the term capped where t F-bar <= the truncation target, on a mesh finer by up to 16 where
+    # the cap and the sum's window (mean t, 12 sd sqrt t either side) fit in `ADD_MESH_POINTS`
+    # (a cap c changes nothing at x = e^eps >= t / c, where (1 - x S / t)_+ = 0 once one term reaches c; 16 t
+    # leaves eps >= -log 16 untouched, and below it only the tiny mass beyond c moves)
+    cap = min(math.exp(-s * s / 2 + s * z_q), 16.0 * t)
+    span = max(cap, t + 12 * sd * math.sqrt(t))
+    g_add = min(max(g / 16, 2.0 ** math.ceil(math.log2(span / ADD_MESH_POINTS))), g)
+    # any cap is sound for the add direction (a lower one only loosens small eps): within the mesh budget
+    return EpochMeshes(s, sd, g, n_bins, g_add, min(int(math.ceil(cap / g_add)), MAX_MESH_POINTS))
+
+
+@quiet_cache(maxsize=2)  # a law holds up to ~100 MB of long doubles: the fine and coarse one
+def epoch_law(sigma: float, steps: int, max_memory: float = DEFAULT_MAX_MEMORY, coarse: bool = False) -> EpochLaw:
+    """The dominating laws of S for one epoch of ``steps`` steps at noise multiplier ``sigma`` (module
+    docstring): under P, one term of y nu(dy) and t - 1 of nu; and for the add direction, under Q, t terms of the
+    capped term's spread on a finer mesh (`epoch_meshes`)."""
+    t, mesh = steps, epoch_meshes(sigma, steps, coarse)
+    s, g, n_bins = mesh.s, mesh.g, mesh.n_bins
     nu, info = _spread(s, g, n_bins, False, max_memory)
     t_bar_p, t_bar_q = info.pop("g_bar_top"), info.pop("f_bar_top")
     # positions l = j h in compose's units: the term's range maps to [0, 64], so its Chernoff orders (0.05 to
@@ -202,50 +232,45 @@ def epoch_law(sigma: float, steps: int, max_memory: float = DEFAULT_MAX_MEMORY, 
     h = 64.0 / max(nu.size, 4096)
     weighted = nu * (np.arange(nu.size) * g)
     weighted = np.where(weighted > 0, np.nextafter(weighted, np.inf), 0.0)
-    p_j0, p, p_fp, p_out = _summed([(weighted, 0, 1)] + ([(nu, 0, t - 1)] if t > 1 else []), h, max_memory)
-    # the add direction: the term capped where t F-bar <= the truncation target, on a mesh finer by up to 16 where
-    # the cap and the sum's window (mean t, 12 sd sqrt t either side) fit in `ADD_MESH_POINTS`
-    # (a cap c changes nothing at x = e^eps >= t / c, where (1 - x S / t)_+ = 0 once one term reaches c; 16 t
-    # leaves eps >= -log 16 untouched, and below it only the tiny mass beyond c moves)
-    cap = min(math.exp(-s * s / 2 + s * z_q), 16.0 * t)
-    span = max(cap, t + 12 * sd * math.sqrt(t))
-    g_add = max(g / 16, 2.0 ** math.ceil(math.log2(span / ADD_MESH_POINTS)))
-    g_add = min(g_add, g)
-    # any cap is sound for the add direction (a lower one only loosens small eps): within the mesh budget
-    add_nu, add_info = _spread(s, g_add, min(int(math.ceil(cap / g_add)), MAX_MESH_POINTS), True, max_memory)
-    a_j0, a_q, a_fp, a_out = _summed([(add_nu, 0, t)], 64.0 / max(add_nu.size, 4096), max_memory)
+    p_j0, p, p_fp, p_out = summed_law([(weighted, 0, 1)] + ([(nu, 0, t - 1)] if t > 1 else []), h, max_memory)
+    add_nu, add_info = _spread(s, mesh.add_g, mesh.add_bins, True, max_memory)
+    a_j0, a_q, a_fp, a_out = summed_law([(add_nu, 0, t)], 64.0 / max(add_nu.size, 4096), max_memory)
     details = tuple(sorted(info.items())) + (
         ("mesh_points", float(n_bins)), ("y_max", n_bins * g), ("s_mesh", g),
         ("p_points", float(p.size)), ("p_fp", p_fp), ("p_out", p_out),
-        ("add_mesh", g_add), ("add_points", float(a_q.size)), ("add_fp", a_fp), ("add_out", a_out),
+        ("add_mesh", mesh.add_g), ("add_points", float(a_q.size)), ("add_fp", a_fp), ("add_out", a_out),
         ("add_pad_zero", add_info["pad_zero"]))
     truncation_p = -math.expm1(math.log1p(-t_bar_p) + (t - 1) * math.log1p(-t_bar_q)) * (1 + 1e-12)
     return EpochLaw(float(sigma), int(steps), g, p_j0, p, p_fp, p_out, truncation_p,
-                    g_add, a_j0, a_q, a_fp, a_out, details)
+                    mesh.add_g, a_j0, a_q, a_fp, a_out, details)
 
 
 class EpochLoss(PrivacyLoss):
     """One direction of an `EpochLaw` as a privacy loss: atoms at log(s/t) (remove) or log(t/s) (add); its
     primary tails rounded up (plus their l1 error) and secondary tails rounded down (minus their l1 error and
     mass outside the window), the primary's mass outside the window, S <= 0 (add) and the truncation at +inf.
-    Its curve lies above the epoch's at every eps; it is for pld's pessimistic (upper) discretisation only."""
+    Its curve lies above the epoch's at every eps; it is for pld's pessimistic (upper) discretisation only, and
+    ``lower`` is the loss for the optimistic one (None: no lower law, the composed lower end is 0)."""
 
-    def __init__(self, law: EpochLaw, direction: str) -> None:
+    def __init__(self, law: EpochLaw, direction: str, lower: PrivacyLoss | None = None) -> None:
         if direction not in ("remove", "add"):
             raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
-        self.law, self.direction = law, direction
+        self.law, self.direction, self._lower = law, direction, lower
         t = float(law.steps)
         if direction == "remove":
             # one law: P(S > t x) - x Q(S > t x) = sum (1 - t x / s) p_s over the region (Q = (t/s) P atom by atom),
             # terms in [0, 1]: the l1 error of p moves it by at most p_fp (at +inf with the mass outside the window)
-            self._primary = _Side(law.p_j0, law.p, law.g, t, direction)
-            self._secondary = _Side(law.p_j0, law.p, law.g, t, direction, weight="t/s")
+            self._primary = EpochSide(law.p_j0, law.p, law.g, t, direction)
+            self._secondary = EpochSide(law.p_j0, law.p, law.g, t, direction, weight="t/s")
             self._inf = (law.p_fp + law.p_out + law.truncation_p) * (1 + 1e-12)
         else:
             # likewise Q(S < t/x) - x E_Q[S/t; S < t/x] = sum (1 - x s/t) q_s over the region
-            self._primary = _Side(law.add_j0, law.add_q, law.add_g, t, direction)
-            self._secondary = _Side(law.add_j0, law.add_q, law.add_g, t, direction, weight="s/t")
+            self._primary = EpochSide(law.add_j0, law.add_q, law.add_g, t, direction)
+            self._secondary = EpochSide(law.add_j0, law.add_q, law.add_g, t, direction, weight="s/t")
             self._inf = (law.add_fp + law.add_out + self._primary.at_zero) * (1 + 1e-12)
+
+    def optimistic_loss(self) -> PrivacyLoss | None:
+        return self._lower
 
     @property
     def inf_mass(self) -> float:  # type: ignore[override]
@@ -288,7 +313,7 @@ class EpochLoss(PrivacyLoss):
         return special.logsumexp(terms, axis=1).reshape(z.shape)
 
 
-class _Side:
+class EpochSide:
     """The atoms of one law (Q or P) of an `EpochLaw` in one direction, in ascending loss, with suffix sums."""
 
     def __init__(self, j0: int, masses: np.ndarray, g: float, t: float, direction: str,

@@ -166,11 +166,14 @@ class PLDAccountant:
             require_memory("PLD", f"one {type(loss).__name__} step on {int(cells)} points", 8.0 * cells * 24,
                            self.max_memory)
             law = discretise(loss, h, lower_end, upper_end, optimistic=optimistic)
+            optimistic = optimistic and law.lower.size > 0  # a part with no lower law: the lower end is 0
             ups.append((law.upper, law.i0, k))
             lows.append((law.lower if optimistic else law.upper, law.i0, k))
             infs.append(law.upper_inf)
             log_excess += k * math.log(law.lower_excess)
             shift += k * 2.3e-16 * max(abs(lower_end), abs(upper_end)) + k * 2.3e-16 * h
+        if self.target_delta is not None and not optimistic:
+            raise CertificationError("the PLD accountant declines: target_delta needs an optimistic law for every part")
         if not shift < 1e-6:
             raise CertificationError(f"the PLD accountant declines: the grid points' rounding, summed over {total} "
                                      f"steps, moves the composed losses by up to {shift:.3g} (>= 1e-6)")

@@ -96,7 +96,8 @@ def loss_variance(loss: PrivacyLoss, lower_end: float, upper_end: float) -> floa
 
 def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float,
                optimistic: bool = True) -> Discretised:
-    """Connect-the-dots laws of ``loss`` on the grid h Z between ``lower_end`` and ``upper_end`` (module docstring)."""
+    """Connect-the-dots laws of ``loss`` on the grid h Z between ``lower_end`` and ``upper_end`` (module docstring);
+    the optimistic one from the tangent lines of ``loss.optimistic_loss()`` (none where it is None)."""
     i0 = int(math.floor(lower_end / h))
     i1 = max(int(math.ceil(upper_end / h)), i0 + 2)
     grid = np.arange(i0, i1 + 1) * h
@@ -113,9 +114,12 @@ def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float,
     # the line left of x_0 must reach >= 1 at x = 0: the kink at x_0 supplies it
     upper[0] = max(0.0, 1.0 - v0 + slopes[0] * x[0])
     upper_inf = float(up[-1])
-    if not optimistic:
+    lower_loss = loss.optimistic_loss() if optimistic else None
+    if lower_loss is None:
         return Discretised(i0, upper, upper_inf, np.zeros(0), 0.0)
-    lower, excess = _tangent_law(loss, grid, x, dx, sf_p, sf_q)
+    if lower_loss is not loss:
+        _, _, sf_p, sf_q = grid_delta(lower_loss, grid)
+    lower, excess = _tangent_law(lower_loss, grid, x, dx, sf_p, sf_q)
     return Discretised(i0, upper, upper_inf, lower, 0.0, excess)
 
 

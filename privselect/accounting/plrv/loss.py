@@ -62,6 +62,12 @@ class PrivacyLoss(ABC):
         base laws, whose tails are evaluated directly; the subsampled loss maps x back to its base first."""
         return np.zeros(np.shape(x))
 
+    def optimistic_loss(self) -> PrivacyLoss | None:
+        """The loss whose tangent lines pld's optimistic discretisation takes (each must lie below this loss's
+        curve): itself for an exact law; a dominated law's for a dominating one (`allocation`); None where no
+        lower law is known (the composed lower end is then 0)."""
+        return self
+
     def atoms(self) -> Atoms:
         """Finite point masses (empty for continuous laws)."""
         empty = np.zeros(0)

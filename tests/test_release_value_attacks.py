@@ -153,6 +153,26 @@ def test_a_class_forged_or_changed_during_the_run_is_not_trusted(trainer):
     assert type(model) is sklearn.linear_model.LinearRegression and np.allclose(model.predict(np.eye(2)), 1.0)
 
 
+def test_pickling_a_trusted_estimator_keeps_its_class_trusted_but_a_forged_slot_list_does_not():
+    # pickle caches the declared slot names on a class (``__slotnames__``) the first time one of its instances is
+    # pickled, as the first run's release does: later runs of the same selection must still release that class
+    import pickle
+
+    from sklearn.linear_model import Ridge
+
+    if "__slotnames__" in vars(Ridge):
+        del Ridge.__slotnames__
+    snapshot = trust_snapshot("slotnames")
+    try:
+        pickle.dumps(Ridge(alpha=2.0))
+        assert vars(Ridge)["__slotnames__"] == []
+        assert snapshot.trusts_estimator(Ridge)
+        Ridge.__slotnames__ = ["coef_"]  # not what pickle caches: a changed class
+        assert not snapshot.trusts_estimator(Ridge)
+    finally:
+        del Ridge.__slotnames__
+
+
 def test_a_value_type_or_converter_registered_during_the_run_is_not_used():
     import dataclasses
 

@@ -15,7 +15,8 @@ selection; an isolated run: inherited from the process it forks from):
   type and contents of the containers and instance dictionaries it holds (three levels deep). The snapshot holds
   references to those values, so an identity cannot be reused. A trusted class whose fingerprint differs at
   release time (an attribute added, replaced or deleted, a container in it changed, ``__bases__`` reassigned)
-  is refused;
+  is refused. One entry is not part of it: the ``__slotnames__`` list pickle caches on a class the first time
+  an instance is pickled, while it lists exactly the class's declared slots;
 * the user's ``register_release`` converters and ``trust_value_type`` classes: one registered during the
   selection is not used.
 
@@ -68,9 +69,28 @@ def _fingerprint(value: Any, keep: list[Any], depth: int) -> Any:
     return id(value), id(kind)
 
 
+def _declared_slot_names(kind: type) -> list[str]:
+    """The slot names pickle's copyreg caches as ``kind.__slotnames__`` on the first pickling of an instance (the
+    ``__slots__`` of the MRO, private names mangled, ``__dict__`` and ``__weakref__`` left out)."""
+    names: list[str] = []
+    for base in kind.__mro__:
+        slots = vars(base).get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            stripped = base.__name__.lstrip("_")
+            private = name.startswith("__") and not name.endswith("__") and stripped
+            names.append(f"_{stripped}{name}" if private else name)
+    return names
+
+
 def _class_fingerprint(kind: type, keep: list[Any]) -> Any:
+    """The MRO's identities and the class dictionary's fingerprint; copyreg's ``__slotnames__`` cache is left out
+    while it holds exactly the declared slot names (pickling an instance, as a run's release does, adds it)."""
+    items = [(name, value) for name, value in list(vars(kind).items())
+             if not (name == "__slotnames__" and type(value) is list and value == _declared_slot_names(kind))]
     return (tuple(id(base) for base in kind.__mro__),
-            tuple((name, _fingerprint(value, keep, FINGERPRINT_DEPTH)) for name, value in list(vars(kind).items())))
+            tuple((name, _fingerprint(value, keep, FINGERPRINT_DEPTH)) for name, value in items))
 
 
 @dataclass(frozen=True, eq=False)

@@ -58,3 +58,41 @@ def test_k_mixture_upper_delta_does_not_build_its_lower_side_and_the_bracket_hol
     assert all(b.is_lower_built for b in brackets)
     assert np.array_equal(upper, upper_again)
     assert np.all(lower <= upper) and np.all(lower >= 0) and lower[0] > 0
+
+
+def test_report_of_a_json_certificate_accounts_its_run_once_for_both_columns(cert, monkeypatch):
+    from privselect import attack_risk, report
+
+    loaded = ps.Certificate.from_json(cert.to_json())  # no profile in memory: the report rebuilds the run's
+    built: list[object] = []
+    for module in (attack_risk, report):
+        original = module.privacy_profile
+
+        def counted(mechanism, *args, _original=original, **kwargs):
+            if mechanism == loaded.base:
+                built.append(mechanism)
+            return _original(mechanism, *args, **kwargs)
+        monkeypatch.setattr(module, "privacy_profile", counted)
+    shared = Report.of(loaded)
+    assert len(built) == 1
+    monkeypatch.undo()
+    assert _report_numbers(shared, 2) == _risk_numbers(ps.risk(loaded))
+    assert _report_numbers(shared, 3) == _risk_numbers(ps.risk(loaded.base))
+
+
+def test_tpr_with_the_floor_computed_in_the_background_equals_tpr_with_it_computed_in_line(cert, monkeypatch):
+    from privselect.attack_risk import DeferredProfile
+
+    fprs = np.array(QUOTED_FPRS)
+    started: list[DeferredProfile] = []
+    original = DeferredProfile.prefetch_floor
+
+    def recorded(self):
+        started.append(self)
+        original(self)
+    monkeypatch.setattr(DeferredProfile, "prefetch_floor", recorded)
+    prefetched = ps.risk(cert)
+    in_background = prefetched.tpr(fprs)
+    assert started == [prefetched.deferred]
+    monkeypatch.setattr(DeferredProfile, "prefetch_floor", lambda self: None)
+    assert np.array_equal(ps.risk(cert).tpr(fprs), in_background)

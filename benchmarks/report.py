@@ -9,11 +9,13 @@ on two free cores.
 
     PYTHONPATH=. python benchmarks/report.py
 
-Round of issue 43 (CPU seconds, median of 5, on a shared 2-core machine under load, main then this branch run
-alternately twice): the report 4.47 / 5.76 s -> 3.67 / 3.86 s, the K-mixture 2.18 / 3.03 s -> 1.60 / 2.05 s,
-``ps.risk(cert) + tpr(1e-3)`` 0.93 / 1.04 s -> 0.89 / 1.15 s (unchanged: noise). The K-mixture's lower side (a
+Round of issue 43 (CPU seconds, median of 5, on a shared 2-core machine under load (load average about 4), main
+then this branch, run alternately twice): the report 4.94 / 5.81 s -> 3.38 / 2.96 s, the K-mixture 2.71 / 3.14 s
+-> 1.84 / 1.87 s, ``ps.risk(cert) + tpr(1e-3)`` 1.10 / 1.13 s -> 0.96 / 1.04 s. The K-mixture's lower side (a
 second inverse FFT per direction) is built only when a lower bound is asked for, which no risk number and no
-report does; the CF accountant's brackets are memoised per query array. Every number printed is unchanged.
+report does; the CF accountant's brackets are memoised per query array; a report read from JSON accounts its run
+once for both columns; ``tpr`` computes the K-mixture's floor in a background thread while the selection profile
+answers. Every number printed is unchanged (tests/test_report_numbers.py).
 """
 
 from __future__ import annotations

@@ -413,8 +413,8 @@ def _refuse_below_floor(target: Any, limit: float, procedure: Procedure) -> None
     cost with no training at all (``Procedure.floor``: a lower bound on the certificate at every noise multiplier),
     before any search: no noise multiplier can meet it."""
     floor = procedure.floor(target)
-    if floor is None or not floor > limit:
-        return
+    if floor is None or not math.isfinite(floor) or not floor > limit:
+        return  # no floor, or none certified (+inf: its certificate failed): the search decides
     from ..attack_risk import RiskTarget
 
     if isinstance(target, RiskTarget):

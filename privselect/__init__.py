@@ -73,6 +73,7 @@ _PUBLIC: dict[str, str] = {
     "RandomnessLeakError": ".errors",
     "WorkerLossError": ".errors",
     "DensityRatioError": ".errors",
+    "UnreachableTargetError": ".errors",
     # tuning
     "PrivateTuner": ".tuning",
     "TuningResult": ".tuning",

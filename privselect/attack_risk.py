@@ -152,6 +152,8 @@ class Risk:
             raise ValueError(f"fpr must lie in [0, 1], got {fpr!r}")
         flat = a.reshape(-1)
         out = np.ones_like(flat)
+        if self.deferred is not None:
+            self.deferred.prefetch_floor()  # its floor is computed while the other profiles answer (below)
         for profile in self._known():
             out = np.minimum(out, _profile_tpr(profile, flat, precise))
         for eps, delta in self.pairs:
@@ -356,6 +358,7 @@ class DeferredProfile:
         self._built: tuple[PrivacyProfile | None] | None = None
         self._lower: np.ndarray | None = None
         self._lock = threading.Lock()
+        self._prefetch: threading.Thread | None = None
 
     @property
     def is_built(self) -> bool:
@@ -366,6 +369,16 @@ class DeferredProfile:
             if self._built is None:
                 self._built = (self._build(),)
             return self._built[0]
+
+    def prefetch_floor(self) -> None:
+        """Start ``lower()`` in a background thread, once, unless the floor or the profile is there already: a
+        ``tpr`` query needs the floor after the other profiles' answers, and computes those meanwhile. ``lower()``
+        holds the lock while it computes, so the query that reads the floor waits for that very computation (the
+        same floor, whatever the timing)."""
+        if self._prefetch is not None or self._lower is not None or self._built is not None:
+            return
+        self._prefetch = threading.Thread(target=self.lower, name="privselect-risk-floor", daemon=True)
+        self._prefetch.start()
 
     def lower(self) -> np.ndarray:
         """max over the floor's directions of its lower delta on ``_FLOOR_GRID`` (-inf where there is no floor)."""
@@ -435,15 +448,19 @@ def _(x: PrivacyProfile, **accountant_options: Any) -> Risk:
 @risk.register
 def _(x: Mechanism, **accountant_options: Any) -> Risk:
     options = {"accountant": "auto", **accountant_options}
-    profile = privacy_profile(x, **options)
+    return mechanism_risk(x, privacy_profile(x, **options))
+
+
+def mechanism_risk(x: Mechanism, profile: PrivacyProfile) -> Risk:
+    """``risk(x)`` from a profile of ``x`` already built (``privacy_profile(x, ...)``): a report shares one."""
     return Risk(profiles=(profile,), relation=str(x.relation), source=f"profile ({profile.accountant}) of {x!r}")
 
 
-def certificate_risk(x: Any, **accountant_options: Any) -> Risk:
+def certificate_risk(x: Any, *, base_profile: PrivacyProfile | None = None, **accountant_options: Any) -> Risk:
     """``risk`` of a certificate (registered for ``Certificate`` by ``privselect.selection.certify``): the tuning's
-    profiles (``tuning_profiles``) and the certificate's (epsilon, delta)."""
+    profiles (``tuning_profiles``) and the certificate's (epsilon, delta). ``base_profile``: see ``tuning_profile``."""
     pairs = ((float(x.epsilon), float(x.delta)),) if math.isfinite(x.epsilon) else ()
-    main = tuning_profile(x, **accountant_options)
+    main = tuning_profile(x, base_profile=base_profile, **accountant_options)
     mixture = _mixture_builder(x, **accountant_options)
     if main is None or mixture is None or accountant_options:  # nothing to defer: every profile now (tuning_profiles)
         built = None if mixture is None else mixture()
@@ -462,11 +479,17 @@ def _certificate_source(x: Any, profiles: tuple[PrivacyProfile, ...]) -> str:
     return f"{what}: {x}"
 
 
-def tuning_profile(certificate: Any, **accountant_options: Any) -> PrivacyProfile | None:
+def tuning_profile(certificate: Any, *, base_profile: PrivacyProfile | None = None,
+                   **accountant_options: Any) -> PrivacyProfile | None:
     """The profile of the whole procedure a certificate covers: the one it carries (``certificate.profile``),
     else, for a best-of-K certificate on a mechanism, KRW 2024's selection profile rebuilt from its base and K
     law (``accountant="auto"`` unless given); None where only the (epsilon, delta) pair is known (KRW Cor. 6.2,
-    a certificate read from JSON whose base is a description)."""
+    a certificate read from JSON whose base is a description). ``base_profile``: the base's ``"auto"`` profile,
+    built already (``privacy_profile(certificate.base)``, shared with the run's risk by a report), used in place of
+    a new one."""
+    if base_profile is not None and (accountant_options or base_profile.mechanism != certificate.base):
+        raise ValueError("base_profile must be privacy_profile(certificate.base) (accountant 'auto'), without "
+                         "accountant options")
     carried = certificate.profile
     if carried is not None:
         return carried
@@ -478,8 +501,9 @@ def tuning_profile(certificate: Any, **accountant_options: Any) -> PrivacyProfil
 
     if unsupported_reason(certificate.k, "profile") is not None:
         return None
-    options = {"accountant": "auto", **accountant_options}
-    return selection_profile(privacy_profile(certificate.base, **options), certificate.k)
+    if base_profile is None:
+        base_profile = privacy_profile(certificate.base, **{"accountant": "auto", **accountant_options})
+    return selection_profile(base_profile, certificate.k)
 
 
 def is_pipeline(certificate: Any) -> bool:

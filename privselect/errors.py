@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = ["CertificationError", "UnsupportedMechanismError", "PrivateStudyError", "AllRunsFailedError",
            "TrainerContractError", "RandomnessLeakError", "ReleaseRefusedError", "CandidatePrivacyError", "WorkerLossError",
-           "FinalRunFailedError", "DensityRatioError"]
+           "FinalRunFailedError", "DensityRatioError", "UnreachableTargetError"]
 
 
 class CertificationError(ValueError):
@@ -21,6 +21,16 @@ class CertificationError(ValueError):
     ``error_budget.min_delta``, the epsilon range) and what would certify it (another accountant,
     a larger delta).
     """
+
+
+class UnreachableTargetError(CertificationError):
+    """A calibration target lies below the floor that the parts of the procedure independent of the calibrated
+    parameter cost on their own (``ps.calibrate_noise`` with ``score_noise=`` or ``search=``: the certificate with
+    no training at all). The message names the parameter and gives the floor; ``floor`` holds it."""
+
+    def __init__(self, message: str, floor: float) -> None:
+        super().__init__(message)
+        self.floor = floor
 
 
 class UnsupportedMechanismError(ValueError):

@@ -26,7 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from .attack_risk import QUOTED_FPRS, Risk, risk
+from .accounting import privacy_profile
+from .accounting.profile import PrivacyProfile
+from .attack_risk import QUOTED_FPRS, Risk, certificate_risk, is_pipeline, mechanism_risk, risk
 from .mechanisms import Mechanism
 from .svgplot import Series, nice_step, svg_plot
 
@@ -74,6 +76,20 @@ def _run_risk(cert: Any) -> Risk | None:
     if isinstance(cert.base, Mechanism):
         return risk(cert.base)
     return None
+
+
+def _shared_base(cert: Any) -> PrivacyProfile | None:
+    """The run's ``"auto"`` profile where a report would build it twice (the run's column and the tuning's selection
+    profile, rebuilt from a certificate's base run): a certificate that carries no profile and no run profile."""
+    if getattr(cert, "profile", None) is not None or getattr(cert, "run_profile", None) is not None:
+        return None
+    if not isinstance(getattr(cert, "base", None), Mechanism) or getattr(cert, "bound", None) not in ("profile", "rdp"):
+        return None
+    from .selection.certify import Certificate
+
+    if is_pipeline(cert) or not isinstance(cert, Certificate):
+        return None
+    return privacy_profile(cert.base, accountant="auto")  # builds nothing until its first query
 
 
 def canonical_json(cert: Any) -> bytes:
@@ -177,7 +193,13 @@ class Report:
             raise TypeError(f"cert must be a Certificate, got {type(cert).__name__}")
         if provenance is None:
             provenance = Provenance.of(cert, file)
-        return cls(cert, risk(cert), _run_risk(cert) if with_run else None, dataset_size, provenance)
+        base = _shared_base(cert) if with_run else None
+        if base is None:
+            return cls(cert, risk(cert), _run_risk(cert) if with_run else None, dataset_size, provenance)
+        # one profile of the run for both columns: the tuning's selection profile is built on it, and the run's
+        # risk is ps.risk of the run from it (the same numbers as two profiles give; its accountant builds once)
+        return cls(cert, certificate_risk(cert, base_profile=base), mechanism_risk(cert.base, base), dataset_size,
+                   provenance)
 
     def text(self) -> str:
         """The guarantee in words and the table of certified risks."""

@@ -49,6 +49,7 @@ SHOWN = {
     "calibration.md": {
         "sigma = ps.calibrate_noise(3.0, 1e-5, **run)": lambda ns: [ns["sigma"]],
         "sigma_k = ps.calibrate_noise(3.0, 1e-5, **run, k=ps.Geometric(mean=10))": lambda ns: [ns["sigma_k"]],
+        "except ps.UnreachableTargetError as exc:": lambda ns: [2.4, ns["refused"].floor],
     },
     "risk.md": {
         "r.tpr(1e-3)": lambda ns: [ns["r"].tpr(1e-3)],

@@ -96,6 +96,10 @@ class DirectionalCurve(ABC):
         upper_curve = lambda e: self.delta_bounds(e)[1]  # noqa: E731
         return invert_curve(lower_curve, delta, side="lower"), invert_curve(upper_curve, delta, side="upper")
 
+    def delta_upper(self, eps: np.ndarray) -> np.ndarray:
+        """The upper end of ``delta_bounds`` alone (curves whose lower side costs more override it)."""
+        return self.delta_bounds(eps)[1]
+
     def delta_estimate(self, eps: np.ndarray) -> np.ndarray:
         """A point estimate (not a bound); default is the upper bound."""
         return self.delta_bounds(eps)[1]
@@ -188,8 +192,11 @@ class PrivacyProfile:
         return _like(eps, lower), _like(eps, upper)
 
     def delta(self, eps):
-        """Certified upper bound on delta(eps) (vectorised)."""
-        return self.delta_bounds(eps)[1]
+        """Certified upper bound on delta(eps) (vectorised): the upper end of ``delta_bounds``, read from each
+        direction's ``delta_upper`` (a lower side that costs a build is not built for it)."""
+        e = check.real_array("eps", eps)
+        upper = np.clip(np.max(np.stack([c.delta_upper(e) for c in self.curves]), axis=0), 0.0, 1.0)
+        return _like(eps, upper)
 
     def delta_estimate(self, eps):
         """Point estimate of delta(eps): max over directions of each accountant's estimate."""

@@ -36,6 +36,7 @@ from ..accounting import get_accountant, privacy_profile
 from ..accounting.base import Accountant
 from ..accounting.gaussian import gaussian_epsilon
 from ..accounting.profile import CertificationError, PrivacyProfile
+from ..errors import UnreachableTargetError
 from ..mechanisms import Mechanism, RandomAllocation, dpsgd
 from .bounds.cor62 import Cor62Thresholds, cor62_thresholds, meets_thresholds
 from .calibration_target import Procedure, Progress
@@ -330,7 +331,10 @@ def calibrate_noise(target_epsilon: float | RiskTarget, delta: float | None = No
     same certificate misses the target. For one run a certified evaluation just below shows this;
     for a tuning (a certificate costs about a second) the secant through the certified values,
     the last one at sigma itself, does. Raises ``CertificationError`` where no noise multiplier in
-    [1e-2, 1e6] answers (a target below what even sigma = 1e6 certifies, or one that needs no noise).
+    [1e-2, 1e6] answers (a target below what even sigma = 1e6 certifies, or one that needs no noise). With
+    ``score_noise`` or ``search`` part of the certificate does not depend on sigma: a target below that floor (the
+    certificate with no training at all, ``Procedure.floor``; a lower bound on every sigma's certificate) raises
+    ``UnreachableTargetError`` (a ``CertificationError``) naming the floor, before any search.
 
     >>> import privselect as ps
     >>> sigma = ps.calibrate_noise(3.0, 1e-5, batch_size=256, dataset_size=60000, epochs=60)
@@ -394,6 +398,7 @@ def _calibrate_procedure(target: Any, delta: float | None, schedule: _Schedule, 
 
         def estimate(sigma: float) -> tuple[float, str]:  # i.i.d., without the rest: it aims, never answers
             return iid(procedure.run(schedule.mechanism(sigma)))
+    _refuse_below_floor(target, limit, procedure)
     counter = Progress(progress, "privselect calibrate")
     measure = counter.wrap(procedure.measure(target))
     try:
@@ -401,6 +406,27 @@ def _calibrate_procedure(target: Any, delta: float | None, schedule: _Schedule, 
                                verify_tight=k is None)
     finally:
         counter.close()
+
+
+def _refuse_below_floor(target: Any, limit: float, procedure: Procedure) -> None:
+    """Raise ``UnreachableTargetError`` where the target lies below what the score noise and the adaptive search
+    cost with no training at all (``Procedure.floor``: a lower bound on the certificate at every noise multiplier),
+    before any search: no noise multiplier can meet it."""
+    floor = procedure.floor(target)
+    if floor is None or not math.isfinite(floor) or not floor > limit:
+        return  # no floor, or none certified (+inf: its certificate failed): the search decides
+    from ..attack_risk import RiskTarget
+
+    if isinstance(target, RiskTarget):
+        measured = "the advantage" if target.advantage is not None else f"TPR at FPR {target.fpr:g}"
+        asked = f"target_epsilon=RiskTarget({target})"
+        floor_text = f"the floor {floor:.6g} ({measured}, ps.risk of that certificate)"
+    else:
+        asked, floor_text = f"target_epsilon={limit:g}", f"the floor {floor:.6g}"
+    raise UnreachableTargetError(
+        f"{asked} is below {floor_text} that {procedure.costs()} with no training at all (noise_multiplier = "
+        "inf): no noise multiplier meets it; raise the target, or spend less on the score noise or the search "
+        "(a larger score-noise scale, a density ratio C/c closer to 1, a smaller E[K])", floor)
 
 
 def _risk_surrogate(target, k: KDistribution | None, schedule: _Schedule) -> Callable[[float], tuple[float, str]]:

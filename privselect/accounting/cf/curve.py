@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from ..plrv import PrivacyLoss
@@ -9,6 +12,9 @@ from ..profile import DirectionalCurve, ErrorBudget
 from .numerics import _EPS, _log_c
 from .options import CFOptions
 from .quadrature import _V, MIN_DELTA, _convex_argmin, _Direction
+
+#: Query arrays whose brackets a curve remembers (each a few kB: the risk conversion's chunks of at most 1024 eps).
+_MEMO_SIZE = 64
 
 
 class CFCurve(DirectionalCurve):
@@ -23,6 +29,8 @@ class CFCurve(DirectionalCurve):
         self.direction = direction
         self._dir = _Direction(parts, accountant)
         self._budget: ErrorBudget | None = None
+        self._memo: OrderedDict[tuple[tuple[int, ...], bytes], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._memo_lock = threading.Lock()
 
     @property
     def min_delta(self) -> float:
@@ -40,8 +48,26 @@ class CFCurve(DirectionalCurve):
         return self._dir.inf_mass
 
     def delta_bounds(self, eps):
-        lower, _, upper, _ = self._dir.bounds(eps)
-        return lower, upper
+        """The bracket at ``eps``; an array asked again (the risk conversion scans the same eps grid for every
+        quoted FPR) is answered from a memo of the last ``_MEMO_SIZE`` arrays: the bracket is a pure function of
+        eps (the quadrature depends on nothing else), so the answer is the one a new evaluation would give."""
+        e = np.asarray(eps, dtype=float)
+        if e.ndim == 0:
+            lower, _, upper, _ = self._dir.bounds(eps)
+            return lower, upper
+        key = (e.shape, e.tobytes())
+        with self._memo_lock:
+            hit = self._memo.get(key)
+            if hit is not None:
+                self._memo.move_to_end(key)
+        if hit is None:
+            lower, _, upper, _ = self._dir.bounds(eps)
+            hit = (np.array(lower, dtype=float, copy=True), np.array(upper, dtype=float, copy=True))
+            with self._memo_lock:
+                self._memo[key] = hit
+                if len(self._memo) > _MEMO_SIZE:
+                    self._memo.popitem(last=False)
+        return hit[0].copy(), hit[1].copy()
 
     def delta_estimate(self, eps):
         return self._dir.bounds(eps)[1]

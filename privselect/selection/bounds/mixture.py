@@ -28,7 +28,8 @@ the base run:
   runs; the shift is applied in the frequency domain, rounded up to whole cells (m_j h >= s_j:
   delta~ is non-increasing, so the larger shift is still an upper bound), and to the left for
   the lower side: two inverse FFTs, two `PRVCurve`s of the PRV accountant with no further eps
-  slack. Their delta slack carries the accountant's proven terms for every k (truncation,
+  slack (the lower side's inverse FFT runs on the first query of a lower bound: an upper delta, every
+  risk bound, never reads it). Their delta slack carries the accountant's proven terms for every k (truncation,
   coupling failure, wrap-around at this window), weighted by P_j, plus a floating-point bound
   on the mixed spectrum. Atoms are put on the lattice without the accountant's mean shift
   (their offset is added to the mean error), so every k-fold law lives on the same lattice h Z.
@@ -40,6 +41,7 @@ import concurrent.futures
 import dataclasses
 import math
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -189,6 +191,15 @@ class KMixtureCurve(DirectionalCurve):
         upper = upper + self.p_zero * np.maximum(-np.expm1(np.minimum(e, 0.0)), 0.0) + self.tail
         return np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
 
+    def delta_upper(self, eps):
+        """The upper end of ``delta_bounds`` (the same sums), without reading any lower side."""
+        e = np.asarray(eps, dtype=float)
+        upper: float | np.ndarray = 0.0
+        for w, curve in self.parts:
+            upper = upper + w * curve.delta_upper(e)
+        upper = upper + self.p_zero * np.maximum(-np.expm1(np.minimum(e, 0.0)), 0.0) + self.tail
+        return np.clip(upper, 0.0, 1.0)
+
     def epsilon_bounds(self, delta):
         if self._table is None:
             self._table = self.delta_bounds(_EPS_GRID)
@@ -293,15 +304,33 @@ def _run_law(components, k_ref: int, k_max: int, eps_target: float, delta_error:
 
 
 class _BracketCurve(DirectionalCurve):
-    """The lower side of one curve and the upper side of another (both certified for one direction)."""
+    """The lower side of one curve and the upper side of another (both certified for one direction). The lower
+    curve may be given as its builder, called once, on the first query that reads a lower bound: an upper delta
+    (``delta_upper``, what ``PrivacyProfile.delta`` and every risk bound read) never builds it."""
 
-    def __init__(self, lower: DirectionalCurve, upper: DirectionalCurve, error_budget: ErrorBudget) -> None:
-        self.lower, self.upper, self.error_budget = lower, upper, error_budget
+    def __init__(self, lower: DirectionalCurve | Callable[[], DirectionalCurve], upper: DirectionalCurve,
+                 error_budget: ErrorBudget) -> None:
+        self._lower, self.upper, self.error_budget = lower, upper, error_budget
         self.direction = upper.direction
+        self._lock = threading.Lock()
+
+    @property
+    def is_lower_built(self) -> bool:
+        return isinstance(self._lower, DirectionalCurve)
+
+    @property
+    def lower(self) -> DirectionalCurve:
+        with self._lock:
+            if not isinstance(self._lower, DirectionalCurve):
+                self._lower = self._lower()
+            return self._lower
 
     def delta_bounds(self, eps):
         e = np.asarray(eps, dtype=float)
         return self.lower.delta_bounds(e)[0], self.upper.delta_bounds(e)[1]
+
+    def delta_upper(self, eps):
+        return self.upper.delta_upper(np.asarray(eps, dtype=float))
 
 
 def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction: str,
@@ -388,7 +417,6 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     entry_err += (len(ends) + 2) * unit * magnitude + dropped  # the probability-weighted sum; dropped entries
     fp_fft = math.sqrt(2.0 * float(np.sum(entry_err ** 2)))  # Parseval: l1 of the time-domain error
     fp_fft += FFT_STAGE_ULPS * unit * math.log2(n) * 2.0 * float(max(np.sum(np.abs(v)) for v in mixed.values()))
-    pmfs = {side: scipy.fft.irfft(spectrum, n).astype(float) for side, spectrum in mixed.items()}
     # per bucket: truncation (exact tails), coupling failure, wrap-around (Chernoff at both placements)
     weighted = 0.0
     for (_k, scaled, orders, cells_shift, eta0_used), p in zip(buckets, probs):
@@ -400,11 +428,6 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     # cell masses (hybrid argument), the curve's sums, and the rounding of the pmf to double
     rel_error = max(math.expm1(sum(c.count * math.log1p(c.pmf_rel_error) for c in b[1]) + (3 * n + 19) * UNIT_ROUNDOFF)
                     for b in buckets)
-    negative = max(float(-np.sum(pmf[pmf < 0])) for pmf in pmfs.values())
-    fp = fp_fft + fp_pmf
-    if negative > fp_fft:
-        fp = max(fp, 4 * negative + fp_pmf)
-    delta_total = weighted + fp
     top = math.fsum(c.count * float(c.loss.support[1]) for c in buckets[-1][1])
     top = max(top, 0.0) + 8 * UNIT_ROUNDOFF * abs(top) + 1e-300 if math.isfinite(top) else math.inf
     # The curves are read on blocks of B cells, each block's mass at its right end (upper side) or
@@ -412,20 +435,38 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     # sides stay bounds, at an extra eps slack of (B - 1) h, here <= 2% of the targeted eps error.
     block = max(1, 1 + int(_BLOCK_SLACK * law.eps_target / h))
     largest_shift = max(b[3] for b in buckets) * h + (block - 1) * h
-    budget = ErrorBudget(eps_error=float(largest_shift), delta_error=float(delta_total),
-                         min_delta=float(2 * delta_total),
-                         details=(("mesh", h), ("points", float(n)), ("block", float(block)),
-                                  ("largest_shift", largest_shift), ("delta_fp", fp), ("delta_eta", weighted)))
     rel_error = (1 + rel_error) * (1 + block * UNIT_ROUNDOFF) - 1  # the block sums (non-negative terms)
-    curves = {}
-    for side, pmf in pmfs.items():
+
+    def side_curve(side: int, pmf: np.ndarray, negative: float) -> PRVCurve:
+        """One side's curve. ``fp_fft`` bounds the l1 error of EACH side's inverse FFT (its entry errors are the
+        same for both spectra, its last term takes the larger spectrum); the exact pmf is non-negative, so a
+        side's negative mass is at most that side's error, and where it exceeds fp_fft anyway the delta slack
+        takes 4x it (``negative``: this side's, the upper's included for the lower side)."""
+        fp = fp_fft + fp_pmf
+        if negative > fp_fft:
+            fp = max(fp, 4 * negative + fp_pmf)
+        delta_total = weighted + fp
+        budget = ErrorBudget(eps_error=float(largest_shift), delta_error=float(delta_total),
+                             min_delta=float(2 * delta_total),
+                             details=(("mesh", h), ("points", float(n)), ("block", float(block)),
+                                      ("largest_shift", largest_shift), ("delta_fp", fp), ("delta_eta", weighted)))
         np.maximum(pmf, 0.0, out=pmf)
         coarse = np.concatenate([pmf, np.zeros((-n) % block)]).reshape(-1, block).sum(axis=1)
         start = t0 + (block - 1) * h if side > 0 else t0
-        curves[side] = PRVCurve(direction=direction, t0=start, h=block * h, pmf=coarse, log_finite=0.0,
-                                eps_error=0.0, delta_error=delta_total, rel_error=rel_error, error_budget=budget,
-                                top=top)
-    return _BracketCurve(curves[-1], curves[+1], budget)
+        return PRVCurve(direction=direction, t0=start, h=block * h, pmf=coarse, log_finite=0.0, eps_error=0.0,
+                        delta_error=delta_total, rel_error=rel_error, error_budget=budget, top=top)
+
+    upper_pmf = scipy.fft.irfft(mixed[+1], n).astype(float)
+    upper_negative = float(-np.sum(upper_pmf[upper_pmf < 0]))
+    upper_curve = side_curve(+1, upper_pmf, upper_negative)
+    lower_spectrum = mixed[-1]
+    del mixed, upper_pmf
+
+    def build_lower() -> PRVCurve:  # built on the first lower-bracket query (an upper delta never reads it)
+        pmf = scipy.fft.irfft(lower_spectrum, n).astype(float)
+        return side_curve(-1, pmf, max(upper_negative, float(-np.sum(pmf[pmf < 0]))))
+
+    return _BracketCurve(build_lower, upper_curve, upper_curve.error_budget)
 
 
 def _prv_mixture_curves(base: Mechanism, ends: np.ndarray, probs: np.ndarray, k_ref: int, target_delta: float,

@@ -173,6 +173,33 @@ def test_pickling_a_trusted_estimator_keeps_its_class_trusted_but_a_forged_slot_
         del Ridge.__slotnames__
 
 
+def test_a_privselect_estimator_first_reached_inside_a_run_is_released():
+    # ps.DPSGDClassifier is imported lazily: a trainer that is the first to touch it must still train a trusted
+    # class (a fresh interpreter, so no other test has imported it)
+    import subprocess
+
+    script = """
+import sys
+import numpy as np
+import privselect as ps
+assert "privselect.apps.dpsgd" not in sys.modules
+
+def train(params, data, rng):
+    X, y = data
+    model = ps.DPSGDClassifier(noise_multiplier=2.0, sampling_rate=0.5, epochs=1, classes=[0, 1], random_state=rng)
+    return 1.0, model.fit(X, y)
+
+X = np.eye(4)
+y = np.array([0, 1, 0, 1])
+tuner = ps.PrivateTuner(train, {"x": ps.Choice([0])}, ps.Gaussian(2.0), ps.Geometric(mean=2), 1e-5, seed=0,
+                        backend="sequential")
+print(type(tuner.run((X, y)).best_output).__name__)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "DPSGDClassifier"
+
+
 def test_a_value_type_or_converter_registered_during_the_run_is_not_used():
     import dataclasses
 

@@ -21,7 +21,8 @@ selection; an isolated run: inherited from the process it forks from):
   selection is not used.
 
 In a worker, the modules that hold the driver's trusted classes are imported before the snapshot (a trainer
-that imports its estimator inside its body trains the same on every backend).
+that imports its estimator inside its body trains the same on every backend); in every process, so are the
+modules behind privselect's lazily exported estimators (``ps.DPSGDClassifier`` first reached inside a run).
 """
 
 from __future__ import annotations
@@ -33,10 +34,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TrustSnapshot", "take_snapshot", "selection_trust", "TRUSTED_ESTIMATOR_PACKAGES", "importable"]
+__all__ = ["TrustSnapshot", "take_snapshot", "selection_trust", "TRUSTED_ESTIMATOR_PACKAGES", "LAZY_ESTIMATOR_MODULES",
+           "importable"]
 
 TRUSTED_ESTIMATOR_PACKAGES = ("sklearn", "privselect")
 """Top-level packages whose scikit-learn estimator classes are rebuilt by the trusted walk."""
+
+LAZY_ESTIMATOR_MODULES = ("privselect.apps.dpsgd",)
+"""privselect's modules whose estimators ``import privselect`` exports lazily (``ps.DPSGDClassifier``): imported
+before every snapshot, so a run that is the first to reach one trains a trusted class."""
 
 FINGERPRINT_DEPTH = 3
 _CONTAINERS = (dict, list, tuple, set, frozenset)
@@ -146,7 +152,7 @@ def _estimator_classes(user: Iterable[type]) -> set[type]:
 def take_snapshot(token: str, user_estimators: Iterable[type], value_types: Iterable[type],
                   converters: Mapping[type, Callable[[Any], Any]], modules: Iterable[str] = ()) -> TrustSnapshot:
     """The trust of this process now (import ``modules`` first: the driver's, in a worker)."""
-    for name in modules:
+    for name in (*LAZY_ESTIMATOR_MODULES, *modules):
         if name not in sys.modules:
             try:
                 importlib.import_module(name)

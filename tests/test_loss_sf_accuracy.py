@@ -147,3 +147,15 @@ def test_sf_moved_by_the_argument_error_brackets_the_exact_tail(noise, rate, dir
                 continue
             assert mp.mpf(float(hi)) >= exact * (1 - ASSUMED), (x, secondary)
             assert mp.mpf(float(lo)) <= exact * (1 + ASSUMED), (x, secondary)
+
+
+@pytest.mark.parametrize("mechanism", [ps.Gaussian(0.6).poisson_subsample(1e-6), ps.Laplace(2.0).poisson_subsample(0.3)])
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_tail_pair_is_sf_and_sf_secondary(mechanism, direction):
+    """pld's grid takes both tails from one inverse map (``tail_pair``): the same values as the two calls."""
+    loss = getattr(composed_losses(mechanism)[0][0], direction)
+    lo, hi = loss.support
+    xs = np.concatenate([np.linspace(max(lo, -5.0), min(hi, 5.0), 301), [lo, hi, -1e-7, 0.0, 1e-7]])
+    p, q = loss.tail_pair(xs)
+    np.testing.assert_array_equal(p, loss.sf(xs))
+    np.testing.assert_array_equal(q, loss.sf_secondary(xs))

@@ -73,3 +73,30 @@ def test_few_sampled_upper_end_is_within_two_percent_of_the_event_bound_at_q_1e_
     assert reference <= remove_up <= 1.02 * reference
     peer = float(pld_of_parts((Part("gaussian", noise, rate, steps),), 1e-4).get_epsilon_for_delta(delta))
     assert up <= peer
+
+
+@pytest.mark.slow
+def test_few_sampled_lower_end_is_positive_and_tight_at_q_1e_6_and_a_million_steps():
+    # sigma 0.6, q = 1e-6, T = 1e6 (q T = 1), delta = 1e-8: with no grid point between the support's edge
+    # log(1 - q) and 0 the optimistic law collapsed every step onto 0 and the lower end was 0; the closed-form
+    # event bound is a lower bound on the true eps (4% below the upper end here), the certified lower end is not
+    # far below it, and dp-accounting's pessimistic PLD is above the upper end
+    pytest.importorskip("dp_accounting")
+    noise, rate, steps, delta = 0.6, 1e-6, 1_000_000, 1e-8
+    low, up, remove_up = _bracket(noise, rate, steps, delta)
+    reference = event_lower_epsilon(noise, rate, steps, delta)
+    peer = float(pld_of_parts((Part("gaussian", noise, rate, steps),), 1e-4).get_epsilon_for_delta(delta))
+    assert reference <= remove_up and up <= peer
+    assert 0.98 * reference <= low <= up
+    assert up - low <= 0.01 * up
+
+
+def test_few_sampled_bracket_at_q_1e_6_is_within_the_auto_looseness_threshold():
+    # sigma 1, q = 1e-6: the inverse subsampling map's backward error was a constant 16 ulps of 1, which at the
+    # bulk of a step (density ~1/q) moved each step's delta by a relative 1% and left a 0.6% bracket at any mesh
+    pytest.importorskip("dp_accounting")
+    noise, rate, steps, delta = 1.0, 1e-6, 100_000, 1e-8
+    low, up, _ = _bracket(noise, rate, steps, delta)
+    peer = float(pld_of_parts((Part("gaussian", noise, rate, steps),), 3e-7).get_epsilon_for_delta(delta))
+    assert 0 < low <= up <= peer
+    assert up - low <= 0.004 * up

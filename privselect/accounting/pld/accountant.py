@@ -58,11 +58,11 @@ EDGE_MIN_MESH = 0.25
 _MAX_LOSS = 700.0
 
 
-def _edge_aligned(h: float, components, finest: float) -> float:
+def _edge_aligned(h: float, components, finest: float, finest_if_collapsed: float) -> float:
     """``h``, lowered so that the finite edge of the most composed loss's support (the lower edge log(1 - q) of a
     subsampled remove direction, the upper edge -log(1 - q) of its add direction) lies `EDGE_MESH` of a mesh step
     beyond a grid point k h inside it, k >= 1; unchanged where that needs a mesh below `EDGE_MIN_MESH` h or
-    ``finest``.
+    ``finest`` (``finest_if_collapsed`` where h >= |edge|, which would collapse every step).
 
     Any mesh is sound; this one is tighter. The optimistic law's curve is 1 - x Q(L finite) left of the edge, and a
     line below delta through that value keeps that slope over the cell that holds the edge, so the cell's mass
@@ -77,7 +77,8 @@ def _edge_aligned(h: float, components, finest: float) -> float:
         return h
     k = max(math.ceil(edge / h - EDGE_MESH), 1)
     aligned = edge / (k + EDGE_MESH)
-    return aligned if aligned >= max(EDGE_MIN_MESH * h, finest, 1e-7) else h
+    floor = finest_if_collapsed if h >= edge else finest
+    return aligned if aligned >= max(EDGE_MIN_MESH * h, floor, 1e-7) else h
 
 
 def readable_losses(mechanism: Mechanism):
@@ -155,12 +156,12 @@ class PLDAccountant:
             description=f"connect-the-dots PLD (Doroshenko et al. 2022), {total} compositions, mesh {mesh:.3g}",
             metadata=(("compositions", total), ("mesh", mesh), ("build_seconds", seconds)))
 
-    def _mesh(self, components, tails) -> float:
+    def _mesh(self, components, tails) -> tuple[float, float]:
         """The given mesh, or the smaller of the Chernoff window of a pilot discretisation (4096 points per step)
         over ``points`` and `MESH_PER_SD` x the steps' root-mean-square loss deviation (the discretisation error
         grows like k h^2 against the composed variance k Var L), kept within ``max_points`` over the window."""
         if self.value_discretization_interval is not None:
-            return self.value_discretization_interval
+            return self.value_discretization_interval, self.value_discretization_interval
         pilot = max((t.upper - t.lower) / 4096 for t in tails)
         laws = [(discretise(loss, pilot, t.lower, t.upper, optimistic=False), k)
                 for (loss, k), t in zip(components, tails)]
@@ -175,7 +176,8 @@ class PLDAccountant:
             h = min(h, MESH_PER_SD * math.sqrt(variance))
         h = max(h, (b - a) / AUTO_MAX_POINTS, 1.25 * (b - a) / self.max_points)
         h = min(max(h, 1e-7), 1e-2)
-        return _edge_aligned(h, components, max(2.0 * (b - a) / self.max_points, (b - a) / (2 * AUTO_MAX_POINTS)))
+        budget = max(2.0 * (b - a) / self.max_points, (b - a) / (2 * AUTO_MAX_POINTS))
+        return _edge_aligned(h, components, budget, 1.25 * (b - a) / self.max_points), h
 
     def _curve(self, direction: str, components, optimistic: bool = True) -> tuple[DirectionalCurve, float]:
         total = sum(k for _, k in components)
@@ -187,7 +189,19 @@ class PLDAccountant:
             if not extent <= _MAX_LOSS:
                 raise CertificationError(f"the PLD accountant declines: one {type(loss).__name__} step has losses "
                                          f"up to {extent:.3g} (> {_MAX_LOSS})")
-        h = self._mesh(components, all_tails)
+        h, unaligned = self._mesh(components, all_tails)
+        try:
+            return self._curve_at(direction, components, all_tails, h, optimistic)
+        except CertificationError:
+            if h == unaligned:
+                raise
+            # the edge-aligned mesh (finer) did not fit where the pilot's window said it would: the automatic one
+            return self._curve_at(direction, components, all_tails, unaligned, optimistic)
+
+    def _curve_at(self, direction: str, components, all_tails, h: float,
+                  optimistic: bool) -> tuple[DirectionalCurve, float]:
+        """One direction's curve on the mesh h (`_curve`)."""
+        total = sum(k for _, k in components)
         ups, lows, infs, shift, log_excess = [], [], [], 0.0, 0.0
         for (loss, k), tails in zip(components, all_tails):
             lower_end, upper_end = float(tails.lower), float(tails.upper)

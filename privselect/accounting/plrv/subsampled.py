@@ -163,6 +163,19 @@ class SubsampledLoss(PrivacyLoss):
         zz = self._base_loss(-x)
         return np.where(np.isneginf(zz), 0.0, self._base_lower_tail(zz, secondary=True))
 
+    def tail_pair(self, x):
+        """(``sf(x)``, ``sf_secondary(x)``) from one inverse map and one secondary base tail (the same values)."""
+        x = np.asarray(x, dtype=float)
+        if self.direction == "remove":
+            zz = self._base_loss(x)
+            secondary = self.base.sf_secondary(zz)
+            return self._mixture(self.base.sf(zz), secondary), secondary
+        zz = self._base_loss(-x)
+        outside = np.isneginf(zz)
+        secondary = self._base_lower_tail(zz, secondary=True)
+        mixed = self._mixture(self._base_lower_tail(zz, False), secondary)
+        return np.where(outside, 0.0, secondary), np.where(outside, 0.0, mixed)
+
     def cdf_secondary(self, x):
         x = np.asarray(x, dtype=float)
         if self.direction == "remove":

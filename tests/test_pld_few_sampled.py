@@ -63,30 +63,20 @@ def test_few_sampled_bracket_lies_between_event_bound_and_dp_accountings_pessimi
 
 
 @pytest.mark.slow
-def test_few_sampled_upper_end_is_within_two_percent_of_the_event_bound_at_q_1e_6():
-    # sigma 0.6, q = 1e-6, T = 1e5 (q T = 0.1), delta = 1e-8: a single step's tail decides eps, so the
-    # threshold event is nearly optimal and pins the true eps from below
+@pytest.mark.parametrize("steps, slack", [(100_000, 1.02), (1_000_000, 1.05)])
+def test_few_sampled_bracket_is_tight_against_the_event_bound_at_q_1e_6(steps, slack):
+    # sigma 0.6, q = 1e-6, delta = 1e-8. T = 1e5 (q T = 0.1): a single step's tail decides eps, so the threshold
+    # event is nearly optimal and pins the true eps from below (the upper end within 2% of it); at T = 1e6
+    # (q T = 1) it is looser (5%). With no grid point between the support's edge log(1 - q) and 0 the optimistic
+    # law collapsed every step onto 0 and the lower end was 0: now it is not far below the event bound (both are
+    # lower bounds on the true eps), and dp-accounting's pessimistic PLD is above the upper end
     pytest.importorskip("dp_accounting")
-    noise, rate, steps, delta = 0.6, 1e-6, 100_000, 1e-8
-    _, up, remove_up = _bracket(noise, rate, steps, delta)
-    reference = event_lower_epsilon(noise, rate, steps, delta)
-    assert reference <= remove_up <= 1.02 * reference
-    peer = float(pld_of_parts((Part("gaussian", noise, rate, steps),), 1e-4).get_epsilon_for_delta(delta))
-    assert up <= peer
-
-
-@pytest.mark.slow
-def test_few_sampled_lower_end_is_positive_and_tight_at_q_1e_6_and_a_million_steps():
-    # sigma 0.6, q = 1e-6, T = 1e6 (q T = 1), delta = 1e-8: with no grid point between the support's edge
-    # log(1 - q) and 0 the optimistic law collapsed every step onto 0 and the lower end was 0; the closed-form
-    # event bound is a lower bound on the true eps (4% below the upper end here), the certified lower end is not
-    # far below it, and dp-accounting's pessimistic PLD is above the upper end
-    pytest.importorskip("dp_accounting")
-    noise, rate, steps, delta = 0.6, 1e-6, 1_000_000, 1e-8
+    noise, rate, delta = 0.6, 1e-6, 1e-8
     low, up, remove_up = _bracket(noise, rate, steps, delta)
     reference = event_lower_epsilon(noise, rate, steps, delta)
+    assert reference <= remove_up <= slack * reference
     peer = float(pld_of_parts((Part("gaussian", noise, rate, steps),), 1e-4).get_epsilon_for_delta(delta))
-    assert reference <= remove_up and up <= peer
+    assert up <= peer
     assert 0.98 * reference <= low <= up
     assert up - low <= 0.01 * up
 

@@ -126,7 +126,7 @@ def test_subsampled_gaussian_sf_meets_the_assumed_relative_error(direction):
     assert _worst(loss, lambda x, s: _exact_gaussian(1 / noise, rate, direction, x, s), xs) <= ASSUMED
 
 
-@pytest.mark.parametrize("noise, rate", [(0.3, 1e-2), (1.0, 1e-4), (2.0, 0.5), (0.8, 0.9)])
+@pytest.mark.parametrize("noise, rate", [(0.3, 1e-2), (1.0, 1e-4), (2.0, 0.5), (0.8, 0.9), (0.6, 1e-6), (1.0, 1e-5)])
 @pytest.mark.parametrize("direction", ["remove", "add"])
 def test_sf_moved_by_the_argument_error_brackets_the_exact_tail(noise, rate, direction):
     """What pld's discretisation uses (``pld.discretise.tails``): sf at x - argument_error(x) is at least the exact
@@ -135,7 +135,9 @@ def test_sf_moved_by_the_argument_error_brackets_the_exact_tail(noise, rate, dir
     loss = getattr(composed_losses(ps.Gaussian(noise).poisson_subsample(rate))[0][0], direction)
     end = math.log1p(-rate) if direction == "remove" else -math.log1p(-rate)
     far = (end + 8.0 / noise) if direction == "remove" else (end - 8.0 / noise)
-    xs = np.concatenate([end + (far - end) * np.logspace(-15, 0, 80), np.linspace(min(end, far), max(end, far), 40)])
+    bulk = end + math.copysign(30 * rate, far - end) * np.linspace(0, 1, 61)  # most of a small-q step's mass
+    xs = np.concatenate([end + (far - end) * np.logspace(-15, 0, 80), np.linspace(min(end, far), max(end, far), 40),
+                         bulk])
     move = loss.argument_error(xs)
     for fn, secondary in ((loss.sf, False), (loss.sf_secondary, True)):
         above, below = fn(xs - move), fn(xs + move)
@@ -145,3 +147,15 @@ def test_sf_moved_by_the_argument_error_brackets_the_exact_tail(noise, rate, dir
                 continue
             assert mp.mpf(float(hi)) >= exact * (1 - ASSUMED), (x, secondary)
             assert mp.mpf(float(lo)) <= exact * (1 + ASSUMED), (x, secondary)
+
+
+@pytest.mark.parametrize("mechanism", [ps.Gaussian(0.6).poisson_subsample(1e-6), ps.Laplace(2.0).poisson_subsample(0.3)])
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_tail_pair_is_sf_and_sf_secondary(mechanism, direction):
+    """pld's grid takes both tails from one inverse map (``tail_pair``): the same values as the two calls."""
+    loss = getattr(composed_losses(mechanism)[0][0], direction)
+    lo, hi = loss.support
+    xs = np.concatenate([np.linspace(max(lo, -5.0), min(hi, 5.0), 301), [lo, hi, -1e-7, 0.0, 1e-7]])
+    p, q = loss.tail_pair(xs)
+    np.testing.assert_array_equal(p, loss.sf(xs))
+    np.testing.assert_array_equal(q, loss.sf_secondary(xs))

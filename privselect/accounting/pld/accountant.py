@@ -37,16 +37,48 @@ from .tilted import tilt_for, tilted_curve
 
 __all__ = ["PLDAccountant", "PLD", "pld_profile", "readable_losses"]
 
-#: Composed tail mass allowed above and below the window (Chernoff), and per step beyond its grid.
-_TAIL = 1e-18
+#: Composed tail mass allowed above and below the window (Chernoff), and per step beyond its grid. Both are charged:
+#: the window's tails to delta (``above``/``below`` of `compose`), each step's tail at +inf in its pessimistic law
+#: (and dropped from its optimistic one). 1e-15 is 1% of the plain composition's floating-point floor (~1e-13);
+#: 1e-18 widened the window by a single step's heavy tail (q = 1e-6, sigma 0.6: to l = 2.1 instead of 1.1).
+_TAIL = 1e-15
 #: Largest automatic mesh, in units of the steps' root-mean-square loss deviation (an estimate; it sizes the
 #: mesh only): 0.1 puts the upper end within ~0.2% of eps at 1e6-1e7 subsampled Gaussian steps.
 MESH_PER_SD = 0.1
 #: ... but no finer than the window over this many points (where rare large losses dominate the deviation,
-#: e.g. q T ~ 1, the cap would ask for millions of points without making the answer tighter).
-AUTO_MAX_POINTS = 1 << 21
+#: e.g. q T ~ 1, the cap would ask for millions of points without making the answer tighter; `_edge_aligned` may
+#: ask for up to twice as many).
+AUTO_MAX_POINTS = 1 << 20
+#: Where the finite edge of a step's support lies within its cell, in mesh steps beyond the grid point inside it
+#: (`_edge_aligned`).
+EDGE_MESH = 0.5
+#: ... unless that asks for a mesh finer than this fraction of the automatic one.
+EDGE_MIN_MESH = 0.25
 #: Largest finite loss of one step (e^l must stay finite in double precision).
 _MAX_LOSS = 700.0
+
+
+def _edge_aligned(h: float, components, finest: float, finest_if_collapsed: float) -> float:
+    """``h``, lowered so that the finite edge of the most composed loss's support (the lower edge log(1 - q) of a
+    subsampled remove direction, the upper edge -log(1 - q) of its add direction) lies `EDGE_MESH` of a mesh step
+    beyond a grid point k h inside it, k >= 1; unchanged where that needs a mesh below `EDGE_MIN_MESH` h or
+    ``finest`` (``finest_if_collapsed`` where h >= |edge|, which would collapse every step).
+
+    Any mesh is sound; this one is tighter. The optimistic law's curve is 1 - x Q(L finite) left of the edge, and a
+    line below delta through that value keeps that slope over the cell that holds the edge, so the cell's mass
+    collapses onto the grid point inside the support; the next cell's half-grid tangent keeps its mass only if the
+    collapsed part outweighs it (else its left-end tangent: a second cell collapses). With the edge just beyond a
+    grid point two cells collapsed (0.23 of a step's mass at q = 1e-6), and with no grid point between the edge and
+    0 (h >= |log(1 - q)|) the whole step collapsed onto 0: the lower end of eps was 0."""
+    loss = max(components, key=lambda c: c[1])[0]
+    lo, hi = loss.support
+    edge = abs(lo) if math.isfinite(lo) else abs(hi) if math.isfinite(hi) else math.nan
+    if not (math.isfinite(edge) and edge > 0):
+        return h
+    k = max(math.ceil(edge / h - EDGE_MESH), 1)
+    aligned = edge / (k + EDGE_MESH)
+    floor = finest_if_collapsed if h >= edge else finest
+    return aligned if aligned >= max(EDGE_MIN_MESH * h, floor, 1e-7) else h
 
 
 def readable_losses(mechanism: Mechanism):
@@ -124,12 +156,12 @@ class PLDAccountant:
             description=f"connect-the-dots PLD (Doroshenko et al. 2022), {total} compositions, mesh {mesh:.3g}",
             metadata=(("compositions", total), ("mesh", mesh), ("build_seconds", seconds)))
 
-    def _mesh(self, components, tails) -> float:
+    def _mesh(self, components, tails) -> tuple[float, float]:
         """The given mesh, or the smaller of the Chernoff window of a pilot discretisation (4096 points per step)
         over ``points`` and `MESH_PER_SD` x the steps' root-mean-square loss deviation (the discretisation error
         grows like k h^2 against the composed variance k Var L), kept within ``max_points`` over the window."""
         if self.value_discretization_interval is not None:
-            return self.value_discretization_interval
+            return self.value_discretization_interval, self.value_discretization_interval
         pilot = max((t.upper - t.lower) / 4096 for t in tails)
         laws = [(discretise(loss, pilot, t.lower, t.upper, optimistic=False), k)
                 for (loss, k), t in zip(components, tails)]
@@ -143,7 +175,9 @@ class PLDAccountant:
         if math.isfinite(variance) and variance > 0:
             h = min(h, MESH_PER_SD * math.sqrt(variance))
         h = max(h, (b - a) / AUTO_MAX_POINTS, 1.25 * (b - a) / self.max_points)
-        return min(max(h, 1e-7), 1e-2)
+        h = min(max(h, 1e-7), 1e-2)
+        budget = max(2.0 * (b - a) / self.max_points, (b - a) / (2 * AUTO_MAX_POINTS))
+        return _edge_aligned(h, components, budget, 1.25 * (b - a) / self.max_points), h
 
     def _curve(self, direction: str, components, optimistic: bool = True) -> tuple[DirectionalCurve, float]:
         total = sum(k for _, k in components)
@@ -155,7 +189,19 @@ class PLDAccountant:
             if not extent <= _MAX_LOSS:
                 raise CertificationError(f"the PLD accountant declines: one {type(loss).__name__} step has losses "
                                          f"up to {extent:.3g} (> {_MAX_LOSS})")
-        h = self._mesh(components, all_tails)
+        h, unaligned = self._mesh(components, all_tails)
+        try:
+            return self._curve_at(direction, components, all_tails, h, optimistic)
+        except CertificationError:
+            if h == unaligned:
+                raise
+            # the edge-aligned mesh (finer) did not fit where the pilot's window said it would: the automatic one
+            return self._curve_at(direction, components, all_tails, unaligned, optimistic)
+
+    def _curve_at(self, direction: str, components, all_tails, h: float,
+                  optimistic: bool) -> tuple[DirectionalCurve, float]:
+        """One direction's curve on the mesh h (`_curve`)."""
+        total = sum(k for _, k in components)
         ups, lows, infs, shift, log_excess = [], [], [], 0.0, 0.0
         for (loss, k), tails in zip(components, all_tails):
             lower_end, upper_end = float(tails.lower), float(tails.upper)

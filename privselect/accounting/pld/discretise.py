@@ -69,9 +69,13 @@ def tails(loss: PrivacyLoss, at: np.ndarray, side: str) -> tuple[np.ndarray, np.
 def grid_delta(loss: PrivacyLoss, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(lower, upper) bounds on delta(eps) = P(L = inf) + P(L > eps) - e^eps Q(L > eps) of one step at each eps,
     and the tails P(L > eps) (rounded down) and Q(L > eps) (rounded up) at the lower bound."""
-    p_up, q_down = tails(loss, eps, "upper")
-    p_down, q_up = (p_up, q_down) if not np.any(loss.argument_error(eps)) else tails(loss, eps, "lower")
+    # sf and sf_secondary at eps - move are P and Q rounded up, at eps + move both rounded down (as in `tails`)
+    move = loss.argument_error(eps)
     with np.errstate(over="ignore", invalid="ignore"):
+        p_up, q_up = (np.asarray(t, dtype=float) for t in loss.tail_pair(eps - move))
+        p_down, q_down = p_up, q_up
+        if np.any(move):
+            p_down, q_down = (np.asarray(t, dtype=float) for t in loss.tail_pair(eps + move))
         scaled_up, scaled_down = np.exp(eps) * q_up, np.exp(eps) * q_down
         upper = loss.inf_mass + p_up - scaled_down + SF_REL_ERROR * (p_up + scaled_down + loss.inf_mass) + 1e-300
         lower = loss.inf_mass + p_down - scaled_up - SF_REL_ERROR * (p_down + scaled_up + loss.inf_mass) - 1e-300

@@ -56,6 +56,10 @@ class PrivacyLoss(ABC):
         ``-Im z < lambda_max`` with ``E_P[e^{lambda_max L}] < inf``.
         """
 
+    def tail_pair(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(``sf(x)``, ``sf_secondary(x)``), the same values; a loss may share work between the two."""
+        return self.sf(x), self.sf_secondary(x)
+
     def argument_error(self, x: np.ndarray) -> np.ndarray:
         """A bound on the backward error of ``sf``/``sf_secondary``/``cdf``: each computed value is the exact one
         at some argument within this distance of ``x`` (up to its forward relative error, a few ulps). 0 for the

@@ -116,12 +116,33 @@ class SubsampledLoss(PrivacyLoss):
         return zz
 
     def argument_error(self, x: np.ndarray) -> np.ndarray:
-        """The inverse map z(y) = log1p(expm1(y) / q) (or y - log q + log1p(-(1 - q) e^{-y})) is exact for a y moved
-        by at most ~u |y| (expm1, and the large-y form's sum) plus 2u q / (1 - q) (the quotient and log1p where
-        expm1(y) / q -> -1 at the bottom of the support); bounded with a factor 4 to spare (u = 2^-53)."""
+        """A backward error of the inverse map z(y) (y = x, or -x for "add"), per argument (u = 2^-53, every
+        rounding within an ulp, a factor 4 to spare). Where y <= 1 the map is z = log1p(w), w = expm1(y) / q:
+        the roundings of expm1 and of the quotient are a relative 2u in expm1(y), i.e. y moved by at most
+        2u |expm1(y)| e^{-y}; that of log1p a relative u in z, i.e. y moved by u |z| dy/dz with
+        dy/dz = (e^y - 1 + q) e^{-y} (< 1). At the bottom of the support (y <= fl(log1p(-q)), z = -inf) the
+        rounding of log(1 - q) moves y by u |log(1 - q)|. Where y > 1 the sum y - log q + log1p(-(1 - q) e^{-y})
+        rounds to within u (2 |y| + 3 |log q| + 4) of z, and dy/dz < 1. So near the bulk of a small-q step
+        (y ~ q) the move is ~ u (q + |y|), not the old constant 4u x 4: at q = 1e-6 that constant moved each
+        step's value by ~3e-9 (a relative 1%), which composed into an eps bracket no finer mesh could close.
+        A base with atoms (``_base_loss`` pins z at them) keeps the old uniform bound,
+        4u (2 + |x| + 2 max(1, q / (1 - q)))."""
         x = np.asarray(x, dtype=float)
-        odds = self.rate / (1 - self.rate) if self.rate < 1 else 0.0
-        return 4 * 2.0 ** -53 * (2 + np.abs(x) + 2 * max(1.0, odds))
+        u, q = 2.0 ** -53, self.rate
+        odds = q / (1 - q) if q < 1 else 0.0
+        if not 0 < q < 1 or self.base.atoms().locations.size:
+            return 4 * u * (2 + np.abs(x) + 2 * max(1.0, odds))
+        y = x if self.direction == "remove" else -x
+        floor = math.log1p(-q)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            z = _inverse_subsampling_map(y, q)
+            ys = np.clip(y, floor, 1.0)
+            em, inv = np.expm1(ys), np.exp(-ys)
+            slope = (np.abs(em + q) + 4 * u) * inv  # dy/dz, rounded up
+            small = 2 * np.abs(em) * inv + np.where(np.isfinite(z), np.abs(z) * slope, 0.0)
+            large = 2 * np.abs(y) + 3 * abs(math.log(q)) + 4
+            bound = np.where(y > 1, large, np.where(y > floor, small, 0.0)) + 2 * abs(floor)
+        return np.where(np.isnan(x), np.nan, 4 * u * (bound * (1 + 1e-6)) + 1e-300)
 
     def _mixture(self, f_primary: np.ndarray, f_secondary: np.ndarray) -> np.ndarray:
         return self.rate * f_primary + (1 - self.rate) * f_secondary
@@ -141,6 +162,19 @@ class SubsampledLoss(PrivacyLoss):
             return self._mixture(self.base.sf(zz), self.base.sf_secondary(zz))
         zz = self._base_loss(-x)
         return np.where(np.isneginf(zz), 0.0, self._base_lower_tail(zz, secondary=True))
+
+    def tail_pair(self, x):
+        """(``sf(x)``, ``sf_secondary(x)``) from one inverse map and one secondary base tail (the same values)."""
+        x = np.asarray(x, dtype=float)
+        if self.direction == "remove":
+            zz = self._base_loss(x)
+            secondary = self.base.sf_secondary(zz)
+            return self._mixture(self.base.sf(zz), secondary), secondary
+        zz = self._base_loss(-x)
+        outside = np.isneginf(zz)
+        secondary = self._base_lower_tail(zz, secondary=True)
+        mixed = self._mixture(self._base_lower_tail(zz, False), secondary)
+        return np.where(outside, 0.0, secondary), np.where(outside, 0.0, mixed)
 
     def cdf_secondary(self, x):
         x = np.asarray(x, dtype=float)

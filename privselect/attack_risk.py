@@ -456,6 +456,22 @@ def mechanism_risk(x: Mechanism, profile: PrivacyProfile) -> Risk:
     return Risk(profiles=(profile,), relation=str(x.relation), source=f"profile ({profile.accountant}) of {x!r}")
 
 
+_CERTIFICATE_TYPES: list[type] = []
+
+
+def register_certificate_type(kind: type) -> type:
+    """``ps.risk`` of a ``kind`` instance is ``certificate_risk`` (the tuning's risk). Called by the module that
+    defines ``kind`` (``privselect.selection.certify``), so this module imports no selection code."""
+    risk.register(kind, lambda x, **accountant_options: certificate_risk(x, **accountant_options))
+    _CERTIFICATE_TYPES.append(kind)
+    return kind
+
+
+def is_certificate(x: Any) -> bool:
+    """Whether ``ps.risk(x)`` is ``certificate_risk(x)`` (``x``'s type was given to `register_certificate_type`)."""
+    return isinstance(x, tuple(_CERTIFICATE_TYPES))
+
+
 def certificate_risk(x: Any, *, base_profile: PrivacyProfile | None = None, **accountant_options: Any) -> Risk:
     """``risk`` of a certificate (registered for ``Certificate`` by ``privselect.selection.certify``): the tuning's
     profiles (``tuning_profiles``) and the certificate's (epsilon, delta). ``base_profile``: see ``tuning_profile``."""

@@ -28,7 +28,7 @@ import numpy as np
 
 from .accounting import privacy_profile
 from .accounting.profile import PrivacyProfile
-from .attack_risk import QUOTED_FPRS, Risk, certificate_risk, is_pipeline, mechanism_risk, risk
+from .attack_risk import QUOTED_FPRS, Risk, certificate_risk, is_certificate, is_pipeline, mechanism_risk, risk
 from .mechanisms import Mechanism
 from .svgplot import Series, nice_step, svg_plot
 
@@ -85,9 +85,7 @@ def _shared_base(cert: Any) -> PrivacyProfile | None:
         return None
     if not isinstance(getattr(cert, "base", None), Mechanism) or getattr(cert, "bound", None) not in ("profile", "rdp"):
         return None
-    from .selection.certify import Certificate
-
-    if is_pipeline(cert) or not isinstance(cert, Certificate):
+    if is_pipeline(cert) or not is_certificate(cert):
         return None
     return privacy_profile(cert.base, accountant="auto")  # builds nothing until its first query
 

@@ -21,7 +21,7 @@ from .. import _validation as check
 from ..accounting import Accountant, privacy_profile
 from ..accounting.average import HyperparameterMixture, average_profile
 from ..accounting.profile import CertificationError, ErrorBudget, PrivacyProfile
-from ..attack_risk import certificate_risk, risk
+from ..attack_risk import register_certificate_type
 from ..mechanisms import Mechanism, NeighbouringRelation, mechanism_from_dict
 from .bounds import (
     COR62,
@@ -174,10 +174,7 @@ class Certificate:
         return f"({self.epsilon:.4g}, {self.delta:.3g})-DP for the best of K ~ {self.k!r} runs [{self.theorem}]"
 
 
-@risk.register
-def _certificate_risk(x: Certificate, **accountant_options: Any) -> Any:
-    """``ps.risk`` of a certificate: the tuning's risk (``privselect.attack_risk.certificate_risk``)."""
-    return certificate_risk(x, **accountant_options)
+register_certificate_type(Certificate)  # ps.risk of a certificate: the tuning's risk (attack_risk.certificate_risk)
 
 
 def tightest_bound(epsilons: dict[str, float], no_bound: Exception) -> str:

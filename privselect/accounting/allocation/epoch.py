@@ -164,8 +164,9 @@ def _spread(s: float, g: float, n_bins: int, capped: bool, max_memory: float) ->
 
 def summed_law(parts: list, h: float, max_memory: float) -> tuple[int, np.ndarray, float, float]:
     """(j0, masses, l1 error, mass outside the window) of the circular convolution of ``parts`` (pld's
-    `compose` in long double: its l1 bound is 50 times below the float64 path's on these windows of a few
-    million points; the window sized by Chernoff bounds at `_WINDOW_TAIL`)."""
+    `compose` asked for long double: for t-fold sums its precise path, whose l1 bound, ~5e-15 at t = 1000 on
+    these windows of up to a million points, is 35 times below the long-double FFT's and 500 times below the
+    float64 path's; the window sized by Chernoff bounds at `_WINDOW_TAIL`)."""
     mgfs = part_log_mgfs(parts, h)
     a, b = window(mgfs, _WINDOW_TAIL)
     a = max(a, 0.0)

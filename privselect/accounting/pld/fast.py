@@ -9,7 +9,7 @@ frequencies), each law is centred at its mode c and P_j e^{i theta_j c} = M + D_
 
     D_j = sum_{|l - c| <= L} p_l (e^{-i theta_j (l - c)} - 1)  +  (e^{i theta_j c} F_j[far] - M_far),
 
-the first sum direct in long double (terms with relative error <= 12 u, summed with error <= (W - 1) u sum |t|,
+the first sum direct in long double (terms with relative error <= 20 u: sines from `_half_turn_sines`, summed with error <= (W - 1) u sum |t|,
 Higham 2002, Sec. 4.2; the angles reduced exactly in integers), the far part (mass M_far) by its own float64 FFT
 (error e M_far), and M = sum p to long-double precision (`_exact_sum`). Then log P_j = log M + log1p(D_j / M) - i theta_j c,
 whose error |dD| / (M |1 + D/M| - |dD|) is *relative* and small, so k |d log P| stays small where |P|^k is not:
@@ -26,14 +26,24 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.fft
 
+from ...memo import quiet_cache
+
 #: Per radix stage relative error of a pocketfft butterfly, in units of the unit roundoff (as `compose`).
 FFT_STAGE_ULPS = 10.0
 UNIT = 2.0 ** -53
 LONG_UNIT = float(np.finfo(np.longdouble).eps) / 2
 #: Per-entry error bound below which a frequency is taken from the float64 FFT alone.
 ETA = 1e-24
+#: The precise path's: its float64 frequencies add at most sqrt(n) x this to the l1 bound (1e-15 at n = 1e6).
+PRECISE_ETA = 1e-18
 #: Largest number of long-double terms (frequencies x window points) the direct sums may take.
 DIRECT_BUDGET = 1e6
+#: The far part's forward-FFT error, times k, aimed at per frequency (the window around the mode widens until it
+#: is met or the direct sums reach their budget): the default path's (a float64 FFT of the far part), and the
+#: precise path's (``precise=True``: a long-double one).
+FAR_ERROR, PRECISE_FAR_ERROR = 1e-13, 1e-17
+#: The precise path's direct-sum budget.
+PRECISE_DIRECT_BUDGET = 1e6
 _TWO_PI = 8 * np.arctan(np.longdouble(1))
 #: Below this log, e^x is 0 in double precision (the smallest subnormal is e^-744.4).
 _UNDERFLOW = -746.0
@@ -69,9 +79,13 @@ def _window(masses: np.ndarray, centre: int, target: float, widest: int) -> int:
 
 
 def compose_fast(parts: Sequence[tuple[np.ndarray, int, int]], n: int,
-                 trig: dict | None = None) -> tuple[np.ndarray, float] | None:
+                 trig: dict | None = None, precise: bool = False) -> tuple[np.ndarray, float] | None:
     """(pmf of the circular convolution on n points, before the roll; its l1 error bound), or None where the
-    direct sums would exceed `DIRECT_BUDGET` or a law is longer than the window (then `compose` runs)."""
+    direct sums would exceed `DIRECT_BUDGET` or a law is longer than the window (then `compose` runs).
+
+    ``precise``: the far parts by long-double FFTs, their error aimed at `PRECISE_FAR_ERROR` (direct sums up to
+    `PRECISE_DIRECT_BUDGET`), and the inverse FFT in long double (its normwise bound with the long-double unit), so
+    the l1 bound is that of the recomputed low frequencies, not the float64 inverse's e ||X^||_2."""
     if any(m.size > n for m, _, _ in parts):
         return None
     log2n = math.log2(n)
@@ -96,20 +110,26 @@ def compose_fast(parts: Sequence[tuple[np.ndarray, int, int]], n: int,
     phase = sum(k * np.angle(spec[live]) for spec, (_, _, k) in zip(specs, parts))
     bound = np.zeros(n // 2 + 1)
     bound[live] = k_err * np.exp(log_abs_err[live]) + ((2 + math.pi) * k_total + 200) * 2 * UNIT * modulus
-    accurate = np.flatnonzero(bound > ETA)
+    accurate = np.flatnonzero(bound > (PRECISE_ETA if precise else ETA))
     composed = np.zeros(n // 2 + 1, dtype=complex)
     composed[live] = modulus * np.exp(1j * phase)
     err = bound.copy()
     if accurate.size:
-        result = _accurate(parts, accurate, n, e_step, {} if trig is None else trig)
+        result = _accurate(parts, accurate, n, e_step, {} if trig is None else trig, precise)
         if result is None:
             return None
         composed[accurate], err[accurate] = result
-    pmf = scipy.fft.irfft(composed, n)
     fp = math.sqrt(2.0 * float(np.sum(err ** 2)))
     # the inverse FFT: normwise stage errors (Higham 2002, Thm 24.2, per stage as `FFT_STAGE_ULPS`) give
     # ||error||_2 <= e ||x||_2 = e ||X||_2 / sqrt(n), so ||error||_1 <= sqrt(n) ||error||_2 <= e ||X||_2
-    fp += (e_step + UNIT) * math.sqrt(2.0 * float(np.sum(np.abs(composed) ** 2)))
+    # (the long-double inverse: e and the output's rounding in the long-double unit)
+    if precise:
+        pmf = scipy.fft.irfft(composed.astype(np.clongdouble), n)
+        inverse = FFT_STAGE_ULPS * LONG_UNIT * log2n + LONG_UNIT
+    else:
+        pmf = scipy.fft.irfft(composed, n)
+        inverse = e_step + UNIT
+    fp += inverse * math.sqrt(2.0 * float(np.sum(np.abs(composed) ** 2)))
     return pmf, fp
 
 
@@ -121,15 +141,34 @@ def _angles(j: np.ndarray, half: int, n: int, trig: dict) -> tuple[np.ndarray, n
     if key not in trig:
         r = (j[:, None] * np.arange(1, half + 1, dtype=np.int64)[None, :]) % n
         r = np.where(r > n // 2, r - n, r)
-        alpha = _TWO_PI * r.astype(np.longdouble) / n
+        table, size = _half_turn_sines(n), np.abs(r)
         trig.clear()  # one entry: the memory of one law's angles
-        trig[key] = (np.sin(alpha / 2) ** 2, np.sin(alpha))
+        trig[key] = (table[size] ** 2, np.sign(r) * table[2 * size])
     return trig[key]
 
 
-def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict):
-    """(composed spectrum, error bound) at ``freqs`` from the centred long-double form (module docstring)."""
-    budget_per_law = DIRECT_BUDGET / (len(parts) * freqs.size)
+@quiet_cache(maxsize=4)
+def _half_turn_sines(n: int) -> np.ndarray:
+    """sin(pi i / n), i = 0..n, in long double: for i = a B + b <= n / 2 (B ~ sqrt n), sin(pi a B / n) cos(pi b / n)
+    + cos(pi a B / n) sin(pi b / n), two products of non-negative factors (angles in [0, pi / 2]) each within a few
+    ulps, so each entry is within 8 ulps of its value (tested against mpmath): a direct-sum term, a squared sine
+    times a mass sum, is then within 20 u (the bound `_accurate` counts); mirrored for i > n / 2."""
+    half = n // 2
+    block = max(int(math.isqrt(half + 1)), 1)
+    step = (_TWO_PI / 2) / n
+    coarse = step * (np.arange(half // block + 1) * block).astype(np.longdouble)
+    fine = step * np.arange(block).astype(np.longdouble)
+    head = (np.outer(np.sin(coarse), np.cos(fine)) + np.outer(np.cos(coarse), np.sin(fine))).reshape(-1)[:half + 1]
+    return np.concatenate([head, head[: n - half][::-1]])
+
+
+def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict, precise: bool):
+    """(composed spectrum, error bound) at ``freqs`` from the centred long-double form (module docstring), each
+    law's window widened until k x its far part's FFT error is at most `FAR_ERROR` (or the direct sums reach
+    `DIRECT_BUDGET` terms); ``precise``: the far part by a long-double FFT (error e_long M_far, its rotation and
+    mass in long double too), aimed at `PRECISE_FAR_ERROR`."""
+    budget_per_law = (PRECISE_DIRECT_BUDGET if precise else DIRECT_BUDGET) / (len(parts) * freqs.size)
+    e_far = FFT_STAGE_ULPS * LONG_UNIT * math.log2(n) if precise else e_step
     if budget_per_law < 64:
         return None
     log_abs = np.zeros(freqs.size, dtype=np.longdouble)
@@ -141,7 +180,7 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict):
     for masses, _, k in parts:
         centre = int(np.argmax(masses))
         widest = int(max(8, (budget_per_law - 1) // 2))
-        target = 1e-13 / max(k * e_step, 1e-300)
+        target = (PRECISE_FAR_ERROR if precise else FAR_ERROR) / max(k * e_far, 1e-300)
         half = _window(masses, centre, target, widest)
         lo, hi = max(centre - half, 0), min(centre + half + 1, masses.size)
         far = masses.copy()
@@ -160,8 +199,16 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict):
         im_t = -(plus - minus)[None, :] * sin_full
         d = np.sum(re_t, axis=1) + 1j * np.sum(im_t, axis=1)
         size = half
-        d_err = (size + 16) * LONG_UNIT * np.sum(np.abs(re_t) + np.abs(im_t), axis=1).astype(float)
-        if far_mass > 0:
+        d_err = (size + 24) * LONG_UNIT * np.sum(np.abs(re_t) + np.abs(im_t), axis=1).astype(float)
+        if far_mass > 0 and precise:
+            far_long = far.astype(np.longdouble)
+            far_spec = scipy.fft.rfft(far_long, n)[freqs]
+            rot_long = np.exp(1j * (_TWO_PI * ((j * centre) % n).astype(np.longdouble) / n))
+            d = d + (far_spec * rot_long - np.sum(far_long))
+            # the FFT's componentwise error, the rotation's and product's rounding (a few ulps), the far mass's
+            # pairwise sum (log2 n ulps)
+            d_err += (e_far + (16 + math.log2(n)) * LONG_UNIT) * far_mass * (1 + 1e-9)
+        elif far_mass > 0:
             far_spec = scipy.fft.rfft(far, n)[freqs]
             rot = np.exp(2j * np.pi * ((j * centre) % n) / n)
             d = d + (far_spec * rot - far_mass).astype(np.clongdouble)

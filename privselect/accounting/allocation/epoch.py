@@ -91,12 +91,12 @@ class EpochLaw:
     details: tuple[tuple[str, float], ...]
 
 
-def _phi_diff(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Phi(hi) - Phi(lo) from the side where both terms are small (its rounding needs no bound: the spread it
-    builds is checked against the closed forms afterwards)."""
-    right = lo > 0
-    value = np.where(right, special.ndtr(-lo) - special.ndtr(-hi), special.ndtr(hi) - special.ndtr(lo))
-    return np.maximum(value, 0.0)
+def _cell_masses(u: np.ndarray, below: np.ndarray, above: np.ndarray) -> np.ndarray:
+    """Phi(u_{i+1}) - Phi(u_i) of ascending boundaries u, from Phi(u) = ``below`` and Phi(-u) = ``above``, each
+    from the side where both terms are small (its rounding needs no bound: the spread it builds is checked
+    against the closed forms afterwards)."""
+    right = u[:-1] > 0
+    return np.maximum(np.where(right, above[:-1] - above[1:], below[1:] - below[:-1]), 0.0)
 
 
 def _term_scale(sigma: float) -> tuple[float, float]:
@@ -120,14 +120,14 @@ def _spread(s: float, g: float, n_bins: int, capped: bool, max_memory: float) ->
     with np.errstate(divide="ignore"):
         ly = np.log(y)
     b, c = (ly + s * s / 2) / s, (ly - s * s / 2) / s  # F(y) = Phi(b), G(y) = E[Y; Y <= y] = Phi(c)
-    p = _phi_diff(b[:-1], b[1:])
-    m = _phi_diff(c[:-1], c[1:])
+    cdf_f, cdf_g, fbar, gbar = special.ndtr(b), special.ndtr(c), special.ndtr(-b), special.ndtr(-c)
+    p = _cell_masses(b, cdf_f, fbar)
+    m = _cell_masses(c, cdf_g, gbar)
     with np.errstate(divide="ignore", invalid="ignore"):
         rho = np.where(p > 0, np.clip((m / p - y[:-1]) / g, 0.0, 1.0), 0.0)
     nu = np.zeros(n_bins + 2, dtype=np.longdouble)  # the last point: the stop-loss pad beyond Y_max
     nu[:-2] += p * (1 - rho)
     nu[1:-1] += p * rho
-    fbar, gbar = special.ndtr(-b), special.ndtr(-c)
     fbar_top, gbar_top = float(fbar[-1]), float(gbar[-1])
     if not (capped or gbar_top < 1e-3):  # the mesh budget cut the term's bulk (sigma above 1e4): nothing to gain
         raise CertificationError(f"the allocation epoch declines: {n_bins} mesh points of {g:.3g} cut the "
@@ -136,7 +136,6 @@ def _spread(s: float, g: float, n_bins: int, capped: bool, max_memory: float) ->
         nu[-2] += fbar_top
     # the closed forms at the mesh points (truncated at Y_max), each rounded up by its error bound
     mass_mu = (1.0 if capped else float(special.ndtr(b[-1]))) * (1 + 2 * _NDTR_REL)
-    cdf_f, cdf_g = special.ndtr(b), special.ndtr(c)
     put_mu = y * cdf_f - cdf_g
     put_mu += 2 * _NDTR_REL * (y * cdf_f + cdf_g) + 8e-16 * (y * cdf_f + cdf_g)
     # nu's transforms by sums of non-negative terms (relative error <= 2 (n + 2) u_long, rounded down)
@@ -261,13 +260,11 @@ class EpochLoss(PrivacyLoss):
         if direction == "remove":
             # one law: P(S > t x) - x Q(S > t x) = sum (1 - t x / s) p_s over the region (Q = (t/s) P atom by atom),
             # terms in [0, 1]: the l1 error of p moves it by at most p_fp (at +inf with the mass outside the window)
-            self._primary = EpochSide(law.p_j0, law.p, law.g, t, direction)
-            self._secondary = EpochSide(law.p_j0, law.p, law.g, t, direction, weight="t/s")
+            self._primary, self._secondary = EpochSide.pair(law.p_j0, law.p, law.g, t, direction)
             self._inf = (law.p_fp + law.p_out + law.truncation_p) * (1 + 1e-12)
         else:
             # likewise Q(S < t/x) - x E_Q[S/t; S < t/x] = sum (1 - x s/t) q_s over the region
-            self._primary = EpochSide(law.add_j0, law.add_q, law.add_g, t, direction)
-            self._secondary = EpochSide(law.add_j0, law.add_q, law.add_g, t, direction, weight="s/t")
+            self._primary, self._secondary = EpochSide.pair(law.add_j0, law.add_q, law.add_g, t, direction)
             self._inf = (law.add_fp + law.add_out + self._primary.at_zero) * (1 + 1e-12)
 
     def optimistic_loss(self) -> PrivacyLoss | None:
@@ -317,21 +314,26 @@ class EpochLoss(PrivacyLoss):
 class EpochSide:
     """The atoms of one law (Q or P) of an `EpochLaw` in one direction, in ascending loss, with suffix sums."""
 
-    def __init__(self, j0: int, masses: np.ndarray, g: float, t: float, direction: str,
-                 weight: str | None = None) -> None:
-        s = (j0 + np.arange(masses.size)) * g
-        keep = (masses > 0) & (s > 0)
-        self.at_zero = float(np.sum(masses[s <= 0])) if direction == "add" else 0.0
-        order = slice(None) if direction == "remove" else slice(None, None, -1)
-        s, self.mass = s[keep][order], masses[keep][order]
-        if weight is not None:  # the other law of the same sum: P = (s/t) Q
-            ratio = (s / t) if weight == "s/t" else (t / s)
-            self.mass = self.mass * ratio.astype(np.longdouble)
-        self.loss = np.log(s / t) if direction == "remove" else np.log(t / s)
+    def __init__(self, mass: np.ndarray, loss: np.ndarray, at_zero: float) -> None:
+        self.mass, self.loss, self.at_zero = mass, loss, at_zero
         self.suffix = np.concatenate([np.cumsum(self.mass[::-1])[::-1], [np.longdouble(0)]])
         self.total = float(self.suffix[0])
         # sums of non-negative long-double terms: relative error <= (n + 2) u_long; the double result, 1 ulp
         self.rel = 2.0 * (self.mass.size + 4) * _LONG_UNIT + 2.0 ** -52
+
+    @classmethod
+    def pair(cls, j0: int, masses: np.ndarray, g: float, t: float, direction: str) -> tuple[EpochSide, EpochSide]:
+        """The law's atoms on s = (j0 + j) g at losses log(s/t) (remove) or log(t/s) (add), and the other law of the
+        same sum, atom by atom: P = (s/t) Q, so the remove direction's Q weights P's atoms by t/s and the add
+        direction's P weights Q's by s/t."""
+        s = (j0 + np.arange(masses.size)) * g
+        keep = (masses > 0) & (s > 0)
+        at_zero = float(np.sum(masses[s <= 0])) if direction == "add" else 0.0
+        order = slice(None) if direction == "remove" else slice(None, None, -1)
+        s, mass = s[keep][order], masses[keep][order]
+        loss = np.log(s / t) if direction == "remove" else np.log(t / s)
+        ratio = (t / s) if direction == "remove" else (s / t)
+        return cls(mass, loss, at_zero), cls(mass * ratio.astype(np.longdouble), loss, at_zero)
 
     def tail(self, x, sign: int) -> np.ndarray:
         """The mass at losses > x, rounded up (sign +1) or down (-1)."""

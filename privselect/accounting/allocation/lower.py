@@ -64,8 +64,9 @@ def _cells(s: float, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     for u in (z, z - s):
         lo, hi = u[:-1], u[1:]
         right = lo > 0
-        a = np.where(right, special.ndtr(-lo), special.ndtr(hi))
-        b = np.where(right, special.ndtr(-hi), special.ndtr(lo))
+        below, above = special.ndtr(u), special.ndtr(-u)  # Phi(u), Phi(-u) at each boundary, once
+        a = np.where(right, above[:-1], below[1:])
+        b = np.where(right, above[1:], below[:-1])
         # ndtr's relative error; for z - s the rounding of its argument, |u| phi(u) 2^-53 <= (u^2 + 1) Phi(-|u|) 2^-53
         rel_a = _NDTR_REL + 4 * _U + _U * np.where(right, lo * lo + 1, hi * hi + 1)
         rel_b = _NDTR_REL + 4 * _U + _U * np.where(right, hi * hi + 1, lo * lo + 1)
@@ -156,7 +157,10 @@ def term_contraction(s: float, g: float, n_bins: int, up: bool, max_memory: floa
 
     r = a.copy()
     for _ in range(_SWEEPS):  # r = a - pulled(r), a contraction where the ratios are small
-        r = np.maximum(a - pulled(r), 0.0)
+        swept = np.maximum(a - pulled(r), 0.0)
+        if np.array_equal(swept, r):  # a fixed point: the sweeps left would not move it
+            break
+        r = swept
     # where neighbours would take more than an atom holds, each merges only that share of its r (the merged mean
     # stays), and the rest of its r is left unmerged
     taken = pulled(r)
@@ -222,12 +226,10 @@ class EpochLowerLoss(PrivacyLoss):
         self.law, self.direction = law, direction
         t = float(law.steps)
         if direction == "remove":
-            self._primary = EpochSide(law.p_j0, law.p, law.g, t, direction)
-            self._secondary = EpochSide(law.p_j0, law.p, law.g, t, direction, weight="t/s")
+            self._primary, self._secondary = EpochSide.pair(law.p_j0, law.p, law.g, t, direction)
             self._err = law.p_err
         else:
-            self._primary = EpochSide(law.add_j0, law.add_q, law.add_g, t, direction)
-            self._secondary = EpochSide(law.add_j0, law.add_q, law.add_g, t, direction, weight="s/t")
+            self._primary, self._secondary = EpochSide.pair(law.add_j0, law.add_q, law.add_g, t, direction)
             self._err = law.add_err
 
     @property

@@ -167,6 +167,25 @@ def test_epochs_compose_and_the_bracket_is_the_gdp_pair():
     assert tight_upper <= 1.01 * tight_lower
 
 
+def test_a_certificate_never_builds_the_lower_end_and_the_bracket_then_contains_it():
+    sigma, t, epochs = 2.0, 50, 3
+    mechanism = ps.Gaussian(sigma).random_allocation(steps=t).compose(epochs)
+    profile = ps.privacy_profile(mechanism)
+    lazy = {id(c.lower): c.lower for c in profile.curves}
+    assert len(lazy) == 1  # both directions share one build
+    (lower_ends,) = lazy.values()
+    eps, delta = profile.epsilon(1e-6), profile.delta([0.1, 0.5])
+    assert not lower_ends.is_built  # upper bounds read the dominating laws alone
+    low, up = profile.epsilon_bounds(1e-6)
+    assert lower_ends.is_built and lower_ends.reason == ""
+    assert up == eps
+    # the dominated laws' end: above the summed steps' Gaussian (the end without them), within 1% of the upper end
+    assert float(ps.accounting.gaussian_epsilon(1e-6, math.sqrt(epochs / t) / sigma)) < 0.99 * low
+    assert low <= up <= 1.01 * low
+    d_low, d_up = profile.delta_bounds([0.1, 0.5])
+    assert np.array_equal(d_up, delta) and np.all(d_low <= d_up) and np.all(d_low >= 0.99 * d_up)
+
+
 def test_sixty_epochs_certify_at_most_poisson_sampling_at_the_same_rate():
     # Feldman, Shenfeld (arXiv 2602.17284): for the Gaussian, random allocation's privacy is at least as good as
     # Poisson sampling's at rate 1/t; our certified upper end sits below pld's certified Poisson upper end

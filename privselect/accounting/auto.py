@@ -429,6 +429,10 @@ class MinProfile(PrivacyProfile):
     def _direction_epsilon_bounds(self, delta: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         return [PointwiseMinCurve._best(table) for table in self._eps_tables(np.asarray(delta, dtype=float))]
 
+    def _direction_epsilon_upper(self, delta: np.ndarray) -> list[np.ndarray]:
+        """The upper ends of `_direction_epsilon_bounds` (the tiers decide by the lower ends too)."""
+        return [up for _, up in self._direction_epsilon_bounds(delta)]
+
     def epsilon_source(self, delta) -> str | np.ndarray:
         """Which accountant gave the upper bound on eps(delta)."""
         d = np.asarray(delta, dtype=float)

@@ -100,6 +100,10 @@ class DirectionalCurve(ABC):
         """The upper end of ``delta_bounds`` alone (curves whose lower side costs more override it)."""
         return self.delta_bounds(eps)[1]
 
+    def epsilon_upper(self, delta: np.ndarray) -> np.ndarray:
+        """The upper end of ``epsilon_bounds`` alone (curves whose lower side costs more override it)."""
+        return self.epsilon_bounds(delta)[1]
+
     def delta_estimate(self, eps: np.ndarray) -> np.ndarray:
         """A point estimate (not a bound); default is the upper bound."""
         return self.delta_bounds(eps)[1]
@@ -205,8 +209,8 @@ class PrivacyProfile:
 
     # -- eps(delta) --------------------------------------------------------------------
 
-    def epsilon_bounds(self, delta) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) bounds on the smallest eps >= 0 with the mechanism (eps, delta)-DP."""
+    def _checked_delta(self, delta) -> np.ndarray:
+        """``delta`` as an array, CertificationError where it is at or below a curve's floor."""
         d = check.delta_array("delta", delta)
         floor = max(c.min_delta for c in self.curves)  # not error_budget: CF computes it at reference points
         if floor > 0 and (d <= floor).any():
@@ -215,6 +219,11 @@ class PrivacyProfile:
                 f"{self.accountant} profile can certify in double precision; use a larger delta "
                 "or an accountant with a lower floor (accountant='cf')"
             )
+        return d
+
+    def epsilon_bounds(self, delta) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) bounds on the smallest eps >= 0 with the mechanism (eps, delta)-DP."""
+        d = self._checked_delta(delta)
         lows, ups = zip(*self._direction_epsilon_bounds(d))
         lower = np.maximum(np.max(np.stack(lows), axis=0), 0.0)
         upper = np.maximum(np.max(np.stack(ups), axis=0), 0.0)
@@ -224,9 +233,16 @@ class PrivacyProfile:
         """Each direction's (lower, upper) eps(delta) bracket (the profile's is their max)."""
         return [c.epsilon_bounds(delta) for c in self.curves]
 
+    def _direction_epsilon_upper(self, delta: np.ndarray) -> list[np.ndarray]:
+        """Each direction's upper bound on eps(delta) (the profile's is their max)."""
+        return [c.epsilon_upper(delta) for c in self.curves]
+
     def epsilon(self, delta):
-        """Certified upper bound on eps(delta) (vectorised)."""
-        return self.epsilon_bounds(delta)[1]
+        """Certified upper bound on eps(delta) (vectorised): the upper end of ``epsilon_bounds``, read from each
+        direction's ``epsilon_upper`` (a lower side that costs a build is not built for it)."""
+        d = self._checked_delta(delta)
+        upper = np.maximum(np.max(np.stack(self._direction_epsilon_upper(d)), axis=0), 0.0)
+        return _like(delta, upper)
 
     # -- f-DP ----------------------------------------------------------------------------
 

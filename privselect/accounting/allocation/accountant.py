@@ -26,6 +26,7 @@ Gaussian bracket: upper = the smaller upper bound, lower = the larger lower boun
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import numpy as np
@@ -40,7 +41,7 @@ from ..profile import DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfi
 from .epoch import MAX_MESH_POINTS, EpochLoss, epoch_law, epoch_meshes
 from .lower import EpochLowerLoss, epoch_lower_law
 
-__all__ = ["Allocation", "allocation_mu_bracket", "IntersectedCurve"]
+__all__ = ["Allocation", "allocation_mu_bracket", "IntersectedCurve", "LowerEnds"]
 
 
 def _parts(mechanism: Mechanism) -> list[tuple[Mechanism, int]]:
@@ -73,68 +74,104 @@ def allocation_mu_bracket(mechanism: Mechanism) -> tuple[float, float]:
     return math.sqrt(lower_sq), math.sqrt(upper_sq)
 
 
-class IntersectedCurve(DirectionalCurve):
-    """Certified brackets of one direction intersected: the largest lower end, the smallest upper end."""
+class LowerEnds:
+    """The composition's lower ends (pld's optimistic composition of the epochs' dominated laws, `lower`), built
+    once, on the first query that reads a lower bound: a certificate (an upper bound) never pays for them. None
+    where the dominated laws decline (their budget; `reason` says why)."""
 
-    def __init__(self, curves: tuple[DirectionalCurve, ...], direction: str) -> None:
-        self.curves, self.direction = curves, direction
+    def __init__(self, mechanism: Mechanism, max_memory: float) -> None:
+        self.mechanism, self.max_memory = mechanism, max_memory
+        self._profile: PrivacyProfile | None = None
+        self._built = False
+        self.reason = ""
+        self._lock = threading.Lock()
+
+    @property
+    def is_built(self) -> bool:
+        return self._built
+
+    def curve(self, index: int) -> DirectionalCurve | None:
+        with self._lock:
+            if not self._built:
+                try:
+                    self._profile = _epoch_profile(self.mechanism, self.max_memory, coarse=False, lower=True)
+                except (CertificationError, MemoryError) as exc:
+                    self.reason = str(exc)
+                self._built = True
+        return None if self._profile is None else self._profile.curves[index]
+
+
+class IntersectedCurve(DirectionalCurve):
+    """Certified brackets of one direction intersected: the largest lower end (``lower``'s curve too, built on
+    the first lower query), the smallest upper end."""
+
+    def __init__(self, curves: tuple[DirectionalCurve, ...], direction: str, lower: LowerEnds | None = None,
+                 index: int = 0) -> None:
+        self.curves, self.direction, self.lower, self.index = curves, direction, lower, index
         budgets = [c.error_budget for c in curves]
         self.error_budget = ErrorBudget(eps_error=min(b.eps_error for b in budgets),
                                         delta_error=min(b.delta_error for b in budgets),
                                         min_delta=min(b.min_delta for b in budgets),
                                         details=tuple(d for b in budgets for d in b.details))
 
+    def _lower_curves(self) -> tuple[DirectionalCurve, ...]:
+        extra = None if self.lower is None else self.lower.curve(self.index)
+        return self.curves + (() if extra is None else (extra,))
+
     def delta_bounds(self, eps):
-        ends = [c.delta_bounds(eps) for c in self.curves]
-        return np.max([lo for lo, _ in ends], axis=0), np.min([up for _, up in ends], axis=0)
+        lows = [c.delta_bounds(eps)[0] for c in self._lower_curves()]
+        return np.max(lows, axis=0), self.delta_upper(eps)
+
+    def delta_upper(self, eps):
+        return np.min([c.delta_upper(eps) for c in self.curves], axis=0)
 
     def epsilon_bounds(self, delta):
-        ends = [c.epsilon_bounds(delta) for c in self.curves]
-        return np.max([lo for lo, _ in ends], axis=0), np.min([up for _, up in ends], axis=0)
+        lows = [c.epsilon_bounds(delta)[0] for c in self._lower_curves()]
+        return np.max(lows, axis=0), self.epsilon_upper(delta)
+
+    def epsilon_upper(self, delta):
+        return np.min([c.epsilon_upper(delta) for c in self.curves], axis=0)
 
 
-def tight_profiles(mechanism: Mechanism, max_memory: float = DEFAULT_MAX_MEMORY) -> tuple[list[PrivacyProfile], str]:
-    """pld's composition of each k = 1 epoch's dominating law (`epoch`, upper end) and dominated law (`lower`,
-    lower end) with the Gaussian parts; and where an epoch's term does not fit its fine mesh (small sigma), the
-    upper end on the coarser mesh as well (its truncation floor is lower). Also why the lower end declined ("" if
-    it did not: without it the profiles' lower ends are 0). CertificationError where an epoch has k > 1 or an
-    upper law exceeds its budget."""
+def _checked_parts(mechanism: Mechanism) -> list[tuple[Mechanism, int]]:
     parts = _parts(mechanism)
     for part, _ in parts:
         if isinstance(part, RandomAllocation) and part.participations != 1:
             raise CertificationError(f"the tight random-allocation profile is for one participation per epoch; "
                                      f"got participations={part.participations}")
-    lower_laws: dict = {}
-    declined = ""
-    for part, _ in parts:
+    return parts
+
+
+def _epoch_profile(mechanism: Mechanism, max_memory: float, coarse: bool, lower: bool) -> PrivacyProfile:
+    """pld's composition of each k = 1 epoch's dominating law (`epoch`, on its fine or ``coarse`` mesh) with the
+    Gaussian parts; with ``lower``, of the dominated laws (`lower`) as well, for the lower end (else it is 0)."""
+    losses = []
+    for part, count in _checked_parts(mechanism):
         if isinstance(part, RandomAllocation):
             key = (float(part.base.noise_multiplier), int(part.steps))  # type: ignore[attr-defined]
-            try:
-                lower_laws[key] = epoch_lower_law(*key, max_memory)
-            except (CertificationError, MemoryError) as exc:
-                declined = str(exc)
+            law = epoch_law(*key, max_memory, coarse)
+            dominated = epoch_lower_law(*key, max_memory) if lower else None
+            directed = {d: EpochLoss(law, d, None if dominated is None else EpochLowerLoss(dominated, d))
+                        for d in ("remove", "add")}
+            losses.append((DirectedLosses(**directed), count))
+        else:
+            losses.append((privacy_losses(part), count))
+    return PLDAccountant(max_memory=max_memory).losses_profile(tuple(losses), mechanism, optimistic=lower)
 
-    def profile(coarse: bool) -> PrivacyProfile:
-        losses = []
-        for part, count in parts:
-            if isinstance(part, RandomAllocation):
-                key = (float(part.base.noise_multiplier), int(part.steps))  # type: ignore[attr-defined]
-                law = epoch_law(*key, max_memory, coarse)
-                lower = None if coarse or declined else lower_laws[key]
-                directed = {d: EpochLoss(law, d, None if lower is None else EpochLowerLoss(lower, d))
-                            for d in ("remove", "add")}
-                losses.append((DirectedLosses(**directed), count))
-            else:
-                losses.append((privacy_losses(part), count))
-        return PLDAccountant(max_memory=max_memory).losses_profile(tuple(losses), mechanism)
 
+def tight_profiles(mechanism: Mechanism, max_memory: float = DEFAULT_MAX_MEMORY) -> tuple[list[PrivacyProfile], bool]:
+    """The upper ends: pld's composition of each k = 1 epoch's dominating law with the Gaussian parts, and where an
+    epoch's term does not fit its fine mesh (small sigma), on the coarser mesh as well (its truncation floor is
+    lower); and whether the fine mesh answered (the dominated laws share it: without it there is no tight lower
+    end). CertificationError where an epoch has k > 1 or an upper law exceeds its budget."""
+    parts = _checked_parts(mechanism)
     try:
-        fine = profile(False)
+        fine = _epoch_profile(mechanism, max_memory, coarse=False, lower=False)
     except CertificationError:  # the fine mesh cut the term inside its bulk: the coarse one alone
-        return [profile(True)], "the fine mesh declined"
+        return [_epoch_profile(mechanism, max_memory, coarse=True, lower=False)], False
     cut = any(epoch_meshes(float(p.base.noise_multiplier), int(p.steps)).n_bins >= MAX_MESH_POINTS  # type: ignore[attr-defined]
               for p, _ in parts if isinstance(p, RandomAllocation))
-    return ([fine, profile(True)] if cut else [fine]), declined
+    return ([fine, _epoch_profile(mechanism, max_memory, coarse=True, lower=False)] if cut else [fine]), True
 
 
 @register_accountant("allocation")
@@ -171,12 +208,14 @@ class Allocation(Accountant):
         curves: tuple[DirectionalCurve, ...] = tuple(bracket.values())
         if self.tight:
             try:
-                tight, lower_declined = tight_profiles(mechanism, self.max_memory)
+                tight, fine = tight_profiles(mechanism, self.max_memory)
+                lower = LowerEnds(mechanism, self.max_memory) if fine else None
                 curves = tuple(IntersectedCurve(tuple(u.curves[i] for u in tight) + (bracket[c.direction],),
-                                                c.direction) for i, c in enumerate(tight[0].curves))
+                                                c.direction, lower, i) for i, c in enumerate(tight[0].curves))
                 how = ("upper end by dominating epoch laws composed by pld; lower end "
-                       + (f"{lo:.4g}-GDP (steps summed; dominated laws declined: {lower_declined})" if lower_declined
-                          else f"by dominated epoch laws composed by pld, at least {lo:.4g}-GDP (steps summed)"))
+                       + (f"by dominated epoch laws composed by pld when a lower end is first asked (where they "
+                          f"fit their budget), at least {lo:.4g}-GDP (steps summed)" if fine
+                          else f"{lo:.4g}-GDP (steps summed; the fine mesh declined)"))
                 declined = ""
             except (CertificationError, MemoryError) as exc:
                 declined = str(exc)

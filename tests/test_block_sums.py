@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.fft
 
-from privselect.selection.bounds.block_sums import block_sum_error, block_sums
+from privselect.selection.bounds.block_sums import block_sum_error, block_sums, spectrum_prefix
 
 
 def _spectrum(size: int, seed: int) -> np.ndarray:
@@ -39,3 +39,17 @@ def test_block_sums_of_a_constant_spectrum_entry_are_the_block_lengths_over_n():
 def test_block_sums_refuse_a_spectrum_reaching_the_nyquist_entry():
     with pytest.raises(ValueError, match="Nyquist"):
         block_sums(np.ones(6), 10, 2)
+
+
+@pytest.mark.parametrize("counts", [(300,), (200, 50), (1, 1)])
+def test_spectrum_prefix_keeps_every_entry_above_the_level_and_is_short_for_smooth_laws(counts):
+    n, e, level = 1 << 16, 1e-14, np.log(1e-60)
+    cells = np.arange(400)
+    widths = [20 + 10 * i for i in range(len(counts))]  # discretised Gaussians
+    pmfs = [np.exp(-0.5 * ((cells - 200) / w) ** 2) / (np.sqrt(2 * np.pi) * w) for w in widths]
+    spectra = [(c, scipy.fft.rfft(p, n)) for c, p in zip(counts, pmfs)]
+    total = sum(c * np.log(np.abs(spec) + e) for c, spec in spectra)
+    above = np.flatnonzero(total > level)
+    prefix = spectrum_prefix(spectra, e, level)
+    assert above.size and prefix >= above[-1] + 1
+    assert prefix <= 2 * (above[-1] + 1) + 16  # a necessary condition close to the exact one for a smooth law

@@ -1,4 +1,4 @@
-"""Block sums of an inverse real FFT whose spectrum is a short prefix, without the inverse FFT.
+"""Block sums of an inverse real FFT whose spectrum is a short prefix, without the inverse FFT; where that prefix ends.
 
 The K-mixture (`privselect.selection.bounds.mixture`) mixes its buckets in the frequency domain on n points (millions:
 the window of the largest k at the mesh of the reference k) but keeps only the first K entries (hundreds: the
@@ -24,10 +24,11 @@ block, which also covers the second-order products, and sums over the blocks (L_
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["block_sums", "block_sum_error"]
+__all__ = ["block_sums", "block_sum_error", "spectrum_prefix"]
 
 _U = 2.0**-53
 _TWO_PI = 2.0 * math.pi
@@ -84,3 +85,26 @@ def block_sum_error(spectrum: np.ndarray, n: int, block: int) -> float:
     count = -(-n // block)
     per_block = float(np.sum(np.abs(weighted))) * block / n * (1 + 1e-9)
     return count * per_block * 2 * (block + 2 * ks.size + 200) * _U
+
+
+def spectrum_prefix(spectra: Sequence[tuple[int, np.ndarray]], e: float, level: float) -> int:
+    """A length past which no entry m has ``sum_i c_i log(|P_i[m]| + e) > level`` (``spectra``: pairs (c_i, P_i),
+    level < 0; the sum as the K-mixture computes it, np.log of np.abs), from squared magnitudes only (no hypot, no
+    log on millions of entries).
+
+    Such an entry has, for each i, c_i log(|P_i| + e) > level - sum_{j != i} c_j log(max_m |P_j[m]| + e), i.e.
+    |P_i| > t_i - e with t_i the exponential of that over c_i. Every quantity here is given a relative margin of
+    1e-6 (the rounding of the sum, of the products by c_i and of the squares is below 1e-12 relative), so the
+    entries kept are a superset of those above the level."""
+    squares = [spec.real.astype(float) ** 2 + spec.imag.astype(float) ** 2 for _, spec in spectra]
+    if not squares or not squares[0].size:
+        return 0
+    caps = [count * math.log(math.sqrt(float(np.max(sq))) * (1 + 1e-6) + e) for (count, _), sq in zip(spectra, squares)]
+    keep = np.ones(squares[0].size, dtype=bool)
+    for i, ((count, _), sq) in enumerate(zip(spectra, squares)):
+        rest = math.fsum(caps) - caps[i]
+        t = math.exp((level - abs(level) * 1e-6 - rest) / count) * (1 - 1e-6) - e
+        if t > 0:
+            keep &= sq > t * t * (1 - 1e-6)
+    found = np.flatnonzero(keep)
+    return int(found[-1]) + 1 if found.size else 0

@@ -73,7 +73,7 @@ from ...accounting.prv.interface import (
 )
 from ...mechanisms import Mechanism
 from ..distributions import KDistribution
-from .block_sums import block_sum_error, block_sums
+from .block_sums import block_sum_error, block_sums, spectrum_prefix
 from .registry import register_bound
 
 __all__ = ["k_mixture_profile", "KMixtureCurve", "K_MIXTURE"]
@@ -368,18 +368,18 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     two_pi = 8 * np.arctan(real(1))  # 2 pi to the working precision
     # one spectrum per law: |P_i| and arg P_i
     e_inf = FFT_STAGE_ULPS * unit * math.log2(n)
-    log_err_run = np.zeros(n // 2 + 1)  # sum_i c_i log(|P_i| + e)
-    spectra = []
-    for c in cells:
-        q = c.pmf if c.pmf.size <= n else np.bincount(np.arange(c.pmf.size) % n, weights=c.pmf, minlength=n)
-        spec = scipy.fft.rfft(q.astype(real), n)
-        log_err_run += c.count * np.log(np.abs(spec).astype(float) + e_inf)
-        spectra.append((c.count, spec))
+    folded = [c.pmf if c.pmf.size <= n else np.bincount(np.arange(c.pmf.size) % n, weights=c.pmf, minlength=n)
+              for c in cells]
+    spectra = [(c.count, scipy.fft.rfft(q.astype(real), n)) for c, q in zip(cells, folded)]
     # Every bucket keeps a prefix of the spectrum (below): the entries up to the last one above the floor for the
     # smallest k. For k >= k_min, k x <= k_min x where x = log(|P| + e) < 0 (and entries with x >= 0 are kept by
-    # every k), so no bucket keeps an entry beyond it; the run's spectra are only needed there (the same values).
-    floor_log = math.log(SPECTRUM_FLOOR)
-    above = np.flatnonzero(float(np.min(ends)) * log_err_run > floor_log)
+    # every k), so no bucket keeps an entry beyond it; the run's spectra are only needed there (the same values),
+    # and no entry past `candidates` is above the floor (spectrum_prefix: a necessary condition, without logs).
+    floor_log, k_min = math.log(SPECTRUM_FLOOR), float(np.min(ends))
+    candidates = spectrum_prefix(spectra, e_inf, floor_log / k_min)
+    log_err_run = sum((count * np.log(np.abs(spec[:candidates]).astype(float) + e_inf) for count, spec in spectra),
+                      np.zeros(candidates))  # sum_i c_i log(|P_i| + e), summed in the cells' order from 0
+    above = np.flatnonzero(k_min * log_err_run > floor_log)
     live = int(above[-1]) + 1 if above.size else 0
     log_abs_run = np.zeros(live, dtype=real)  # log |R|, R = prod_i P_i^{c_i}
     phase_run = np.zeros(live, dtype=real)

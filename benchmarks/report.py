@@ -16,6 +16,17 @@ second inverse FFT per direction) is built only when a lower bound is asked for,
 report does; the CF accountant's brackets are memoised per query array; a report read from JSON accounts its run
 once for both columns; ``tpr`` computes the K-mixture's floor in a background thread while the selection profile
 answers. Every number printed is unchanged (tests/test_report_numbers.py).
+
+Next round (CPU seconds, median of 5, machine under load (load average 3 to 5), main then this branch, run
+alternately twice): the report 3.60 / 3.66 and 5.11 / 3.43 s -> 2.97 / 2.80 and 3.33 / 2.95 s, the K-mixture
+2.48 / 1.93 and 2.34 / 2.09 s -> 1.33 / 1.24 and 1.46 / 1.27 s, ``ps.risk(cert) + tpr(1e-3)`` (its code is
+unchanged) 1.47 / 1.10 and 1.55 / 1.11 s -> 1.37 / 1.17 and 1.37 / 1.04 s. The K-mixture reads each side's block
+sums straight from its spectrum's first few hundred entries (``selection.bounds.block_sums``, a small matrix
+product, where an inverse FFT of 8.2e6 points took about 0.4 s per side) and finds that prefix from squared
+magnitudes; a report asks ``Risk.summary`` for its numbers (one search over eps, where it ran three). What is left:
+the K-mixture's forward FFT (8.2e6 points, about 0.45 s per direction) and the CF accountant's phi grids (about 40
+per report, 25 ms each, mostly complex exponentials). The printed numbers are unchanged; the K-mixture's raw tpr at
+0.1, advantage and attribute bounds grew by about 1.5e-11 relative (its new rounding bound).
 """
 
 from __future__ import annotations

@@ -204,23 +204,40 @@ class Risk:
         p = check.real_array("prior", prior)
         if ((p <= 0) | (p >= 1) | np.isnan(p)).any():
             raise ValueError(f"prior must lie in (0, 1), got {prior!r}")
+        out = self._attribute(p, np.asarray(self.tpr(np.maximum(p, 1 - p)), dtype=float))
+        return float(out) if np.ndim(prior) == 0 else out
+
+    def _attribute(self, p: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``attribute_inference`` at priors ``p`` from ``out``, the tpr bound at max(p, 1 - p)."""
         big, small = np.maximum(p, 1 - p), np.minimum(p, 1 - p)
-        out = np.asarray(self.tpr(big), dtype=float)
         if self.relation == str(NeighbouringRelation.REPLACE_ONE):
             eps = np.log(big) - np.log(small)
             for profile in self.profiles:
                 d = np.asarray(profile.delta(eps.reshape(-1)), dtype=float).reshape(eps.shape)
                 out = np.minimum(out, (big + small * d) * (1 + _REL_SLACK))
-        out = np.minimum(out, 1.0)
-        return float(out) if np.ndim(prior) == 0 else out
+        return np.minimum(out, 1.0)
+
+    def summary(self, fprs=QUOTED_FPRS, *, prior: float = 0.5,
+                baseline: float = 1e-3) -> tuple[np.ndarray, float, float, float]:
+        """``tpr(fprs)``, ``advantage``, ``attribute_inference(prior)`` and ``reconstruction(baseline)`` from ONE
+        search over eps for every FPR they need (fprs, max(prior, 1 - prior) and baseline; each a bound as the
+        separate calls give it: ``tpr`` is a minimum over valid constraints per FPR, whatever else is asked)."""
+        a = check.real_array("fprs", fprs).reshape(-1)
+        p, kappa = check.real_array("prior", prior), check.real_array("baseline", baseline)
+        if not 0 < float(p) < 1 or not 0 <= float(kappa) <= 1:
+            raise ValueError(f"prior must lie in (0, 1) and baseline in [0, 1], got {prior!r} and {baseline!r}")
+        values = np.atleast_1d(self.tpr(np.concatenate([a, [max(float(p), 1 - float(p)), float(kappa)]])))
+        attribute = float(self._attribute(p, values[a.size:a.size + 1]).reshape(-1)[0])
+        return values[:a.size], float(self.advantage), attribute, float(values[-1])
 
     # -- export ---------------------------------------------------------------------------------------
 
     def table(self, fprs=QUOTED_FPRS) -> dict[str, float]:
         """{"tpr@<fpr>": bound, ..., "advantage": bound, "attribute_inference@0.5": bound}."""
-        out = {f"tpr@{a:g}": float(v) for a, v in zip(fprs, np.atleast_1d(self.tpr(np.asarray(fprs, float))))}
-        out["advantage"] = self.advantage
-        out["attribute_inference@0.5"] = float(self.attribute_inference(0.5))
+        quoted, advantage, attribute, _ = self.summary(fprs, prior=0.5, baseline=0.5)
+        out = {f"tpr@{a:g}": float(v) for a, v in zip(fprs, quoted)}
+        out["advantage"] = advantage
+        out["attribute_inference@0.5"] = attribute
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -145,9 +145,10 @@ class _Numbers:
 
     @classmethod
     def of(cls, r: Risk) -> _Numbers:
-        quoted = np.atleast_1d(r.tpr(np.asarray(QUOTED_FPRS, dtype=float)))
-        return cls(tuple(float(v) for v in quoted), float(r.advantage), float(r.attribute_inference(0.5)),
-                   float(r.reconstruction(RISK_BASELINE)))
+        """One search over eps for every FPR quoted (``Risk.summary``): the tuning's search costs CF evaluations of
+        its whole eps range, and the quoted FPRs, the attribute's 1/2 and the reconstruction baseline share it."""
+        quoted, advantage, attribute, reconstruction = r.summary(QUOTED_FPRS, prior=0.5, baseline=RISK_BASELINE)
+        return cls(tuple(float(v) for v in quoted), advantage, attribute, reconstruction)
 
     def at(self, fpr: float) -> float:
         return self.tpr[QUOTED_FPRS.index(fpr)]

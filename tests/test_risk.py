@@ -52,6 +52,21 @@ def test_attribute_inference_under_replace_one_is_the_bayes_success_of_the_two_p
     assert ps.risk(ps.Gaussian(2.0)).attribute_inference(0.3) == ps.risk(ps.Gaussian(2.0)).tpr(0.7)
 
 
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+def test_summary_gives_the_separate_calls_numbers_from_one_search(relation):
+    r = ps.risk(ps.Gaussian(2.0, relation=relation))
+    fprs = (1e-4, 1e-3, 1e-2, 0.1)
+    quoted, advantage, attribute, reconstruction = r.summary(fprs, prior=0.2, baseline=1e-3)
+    mu = 0.5  # sensitivity 1, sigma 2: 1/2-GDP, whose trade-off curve is closed-form
+    exact = norm.cdf(norm.ppf(np.asarray(fprs)) + mu)
+    assert np.all(quoted >= exact) and np.all(quoted <= exact * 1.005)
+    assert list(quoted) == [r.tpr(a) for a in fprs]
+    assert advantage == r.advantage and attribute == r.attribute_inference(0.2)
+    assert reconstruction == r.reconstruction(1e-3)
+    with pytest.raises(ValueError, match="prior"):
+        r.summary(fprs, prior=1.0)
+
+
 def test_bad_arguments_name_the_parameter():
     r = ps.risk(ps.gdp_profile(1.0))
     with pytest.raises(ValueError, match="fpr"):

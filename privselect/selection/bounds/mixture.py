@@ -23,13 +23,13 @@ the base run:
 * everything else the PRV accountant reads: the base run's privacy-loss laws are truncated
   and discretised ONCE (Gopi, Lee, Wutschitz 2021, Alg. 2) on one mesh h and transformed once;
   the buckets are mixed in the frequency domain, sum_j P_j R^{k_j} (R the run's spectrum), and
-  one inverse FFT gives the whole mixture. The accountant's bracket (GLW eq. (8),
-  `privselect.accounting.prv`) of bucket j shifts its loss by the coupling width s_j of k_j
-  runs; the shift is applied in the frequency domain, rounded up to whole cells (m_j h >= s_j:
-  delta~ is non-increasing, so the larger shift is still an upper bound), and to the left for
-  the lower side: two inverse FFTs, two `PRVCurve`s of the PRV accountant with no further eps
-  slack (the lower side's inverse FFT runs on the first query of a lower bound: an upper delta, every
-  risk bound, never reads it). Their delta slack carries the accountant's proven terms for every k (truncation,
+  the mixture's block sums come from its first (few hundred) entries, the rest being below the floor
+  (`block_sums`; an inverse FFT in long double). The accountant's bracket (GLW eq. (8), `privselect.accounting.prv`)
+  of bucket j shifts its loss by the coupling width s_j of k_j runs; the shift is applied in the frequency domain,
+  rounded up to whole cells (m_j h >= s_j: delta~ is non-increasing, so the larger shift is still an upper bound),
+  and to the left for the lower side: two spectra, two `PRVCurve`s of the PRV accountant with no further eps
+  slack (the lower side's is read on the first query of a lower bound: an upper delta, every risk bound, never
+  reads it). Their delta slack carries the accountant's proven terms for every k (truncation,
   coupling failure, wrap-around at this window), weighted by P_j, plus a floating-point bound
   on the mixed spectrum. Atoms are put on the lattice without the accountant's mean shift
   (their offset is added to the mean error), so every k-fold law lives on the same lattice h Z.
@@ -73,6 +73,7 @@ from ...accounting.prv.interface import (
 )
 from ...mechanisms import Mechanism
 from ..distributions import KDistribution
+from .block_sums import block_sum_error, block_sums, spectrum_prefix
 from .registry import register_bound
 
 __all__ = ["k_mixture_profile", "KMixtureCurve", "K_MIXTURE"]
@@ -335,7 +336,7 @@ class _BracketCurve(DirectionalCurve):
 
 def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction: str,
                    delta_error: float, extended: bool = False) -> _BracketCurve:
-    """sum_j P_j delta_{k_j} of one direction from one forward and two inverse FFTs, with its proven bracket.
+    """sum_j P_j delta_{k_j} of one direction from one forward FFT and two spectra, with its proven bracket.
 
     ``extended``: transforms, powers and phases in ``np.longdouble`` (as the PRV accountant does
     below its double-precision floor): the floating-point terms shrink with its unit roundoff.
@@ -367,18 +368,18 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     two_pi = 8 * np.arctan(real(1))  # 2 pi to the working precision
     # one spectrum per law: |P_i| and arg P_i
     e_inf = FFT_STAGE_ULPS * unit * math.log2(n)
-    log_err_run = np.zeros(n // 2 + 1)  # sum_i c_i log(|P_i| + e)
-    spectra = []
-    for c in cells:
-        q = c.pmf if c.pmf.size <= n else np.bincount(np.arange(c.pmf.size) % n, weights=c.pmf, minlength=n)
-        spec = scipy.fft.rfft(q.astype(real), n)
-        log_err_run += c.count * np.log(np.abs(spec).astype(float) + e_inf)
-        spectra.append((c.count, spec))
+    folded = [c.pmf if c.pmf.size <= n else np.bincount(np.arange(c.pmf.size) % n, weights=c.pmf, minlength=n)
+              for c in cells]
+    spectra = [(c.count, scipy.fft.rfft(q.astype(real), n)) for c, q in zip(cells, folded)]
     # Every bucket keeps a prefix of the spectrum (below): the entries up to the last one above the floor for the
     # smallest k. For k >= k_min, k x <= k_min x where x = log(|P| + e) < 0 (and entries with x >= 0 are kept by
-    # every k), so no bucket keeps an entry beyond it; the run's spectra are only needed there (the same values).
-    floor_log = math.log(SPECTRUM_FLOOR)
-    above = np.flatnonzero(float(np.min(ends)) * log_err_run > floor_log)
+    # every k), so no bucket keeps an entry beyond it; the run's spectra are only needed there (the same values),
+    # and no entry past `candidates` is above the floor (spectrum_prefix: a necessary condition, without logs).
+    floor_log, k_min = math.log(SPECTRUM_FLOOR), float(np.min(ends))
+    candidates = spectrum_prefix(spectra, e_inf, floor_log / k_min)
+    log_err_run = sum((count * np.log(np.abs(spec[:candidates]).astype(float) + e_inf) for count, spec in spectra),
+                      np.zeros(candidates))  # sum_i c_i log(|P_i| + e), summed in the cells' order from 0
+    above = np.flatnonzero(k_min * log_err_run > floor_log)
     live = int(above[-1]) + 1 if above.size else 0
     log_abs_run = np.zeros(live, dtype=real)  # log |R|, R = prod_i P_i^{c_i}
     phase_run = np.zeros(live, dtype=real)
@@ -392,7 +393,7 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
         log_err_one += np.log(absval.astype(float) + e_inf)
     del spectra
     run_total = sum(c.count for c in cells)
-    m = np.arange(live, dtype=np.int64)
+    m, width = np.arange(live, dtype=np.int64), 0  # width: the entries some bucket keeps (the spectra are 0 beyond)
     mixed = {side: np.zeros(n // 2 + 1, dtype=np.clongdouble if extended else complex) for side in (+1, -1)}
     magnitude = np.zeros(n // 2 + 1)  # sum_j P_j |R|^{k_j}
     entry_err = np.zeros(n // 2 + 1)
@@ -401,7 +402,7 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     for (k, scaled, _orders, cells_shift, _e0), p in zip(buckets, probs):
         kept = np.flatnonzero(k * log_err_run[:live] > floor_log)
         size = int(kept[-1]) + 1 if kept.size else 0
-        dropped += p * SPECTRUM_FLOOR
+        dropped, width = dropped + p * SPECTRUM_FLOOR, max(width, size)
         keep = slice(0, size)
         power = np.exp(k * log_abs_run[keep])
         angle = k * phase_run[keep]
@@ -416,7 +417,13 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
         entry_err[keep] += p * (k * run_total * e_inf * weights + ((2 + math.pi) * k * run_total + 400) * 2 * unit * power)
     entry_err += (len(ends) + 2) * unit * magnitude + dropped  # the probability-weighted sum; dropped entries
     fp_fft = math.sqrt(2.0 * float(np.sum(entry_err ** 2)))  # Parseval: l1 of the time-domain error
-    fp_fft += FFT_STAGE_ULPS * unit * math.log2(n) * 2.0 * float(max(np.sum(np.abs(v)) for v in mixed.values()))
+    # Curves read on blocks of B cells, a block's mass at its right (upper side) or left end (lower side): delta~(eps)
+    # = sum_t p_t (1 - e^{eps - t})_+ grows with t, so both stay bounds, at an eps slack (B - 1) h <= 2% of the target.
+    block = max(1, 1 + int(_BLOCK_SLACK * law.eps_target / h))
+    # block sums from the first `width` entries (their l1 error: block_sum_error); long double: the inverse FFT
+    direct = not extended and 2 * width < n
+    fp_fft += max(block_sum_error(v[:width], n, block) for v in mixed.values()) if direct else \
+        FFT_STAGE_ULPS * unit * math.log2(n) * 2.0 * float(max(np.sum(np.abs(v)) for v in mixed.values()))
     # per bucket: truncation (exact tails), coupling failure, wrap-around (Chernoff at both placements)
     weighted = 0.0
     for (_k, scaled, orders, cells_shift, eta0_used), p in zip(buckets, probs):
@@ -430,18 +437,15 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
                     for b in buckets)
     top = math.fsum(c.count * float(c.loss.support[1]) for c in buckets[-1][1])
     top = max(top, 0.0) + 8 * UNIT_ROUNDOFF * abs(top) + 1e-300 if math.isfinite(top) else math.inf
-    # The curves are read on blocks of B cells, each block's mass at its right end (upper side) or
-    # its left end (lower side): delta~(eps) = sum_t p_t (1 - e^{eps - t})_+ grows with t, so both
-    # sides stay bounds, at an extra eps slack of (B - 1) h, here <= 2% of the targeted eps error.
-    block = max(1, 1 + int(_BLOCK_SLACK * law.eps_target / h))
     largest_shift = max(b[3] for b in buckets) * h + (block - 1) * h
     rel_error = (1 + rel_error) * (1 + block * UNIT_ROUNDOFF) - 1  # the block sums (non-negative terms)
 
     def side_curve(side: int, pmf: np.ndarray, negative: float) -> PRVCurve:
-        """One side's curve. ``fp_fft`` bounds the l1 error of EACH side's inverse FFT (its entry errors are the
-        same for both spectra, its last term takes the larger spectrum); the exact pmf is non-negative, so a
-        side's negative mass is at most that side's error, and where it exceeds fp_fft anyway the delta slack
-        takes 4x it (``negative``: this side's, the upper's included for the lower side)."""
+        """One side's curve. ``fp_fft`` bounds the l1 error of EACH side's ``pmf`` (its cells, or with ``direct``
+        its block sums; the entry errors are the same for both spectra, the last term takes the larger); the exact
+        pmf is non-negative (clipping at 0 moves towards it), so a side's negative mass is at most that side's
+        error, and where it exceeds fp_fft anyway the delta slack takes 4x it (``negative``: this side's, the
+        upper's included for the lower side)."""
         fp = fp_fft + fp_pmf
         if negative > fp_fft:
             fp = max(fp, 4 * negative + fp_pmf)
@@ -451,19 +455,20 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
                              details=(("mesh", h), ("points", float(n)), ("block", float(block)),
                                       ("largest_shift", largest_shift), ("delta_fp", fp), ("delta_eta", weighted)))
         np.maximum(pmf, 0.0, out=pmf)
-        coarse = np.concatenate([pmf, np.zeros((-n) % block)]).reshape(-1, block).sum(axis=1)
+        coarse = pmf if direct else np.concatenate([pmf, np.zeros((-n) % block)]).reshape(-1, block).sum(axis=1)
         start = t0 + (block - 1) * h if side > 0 else t0
         return PRVCurve(direction=direction, t0=start, h=block * h, pmf=coarse, log_finite=0.0, eps_error=0.0,
                         delta_error=delta_total, rel_error=rel_error, error_budget=budget, top=top)
 
-    upper_pmf = scipy.fft.irfft(mixed[+1], n).astype(float)
+    def inverse(spectrum: np.ndarray) -> np.ndarray:
+        return block_sums(spectrum[:width], n, block) if direct else scipy.fft.irfft(spectrum, n).astype(float)
+    upper_pmf, lower_spectrum = inverse(mixed[+1]), mixed[-1]
     upper_negative = float(-np.sum(upper_pmf[upper_pmf < 0]))
     upper_curve = side_curve(+1, upper_pmf, upper_negative)
-    lower_spectrum = mixed[-1]
     del mixed, upper_pmf
 
     def build_lower() -> PRVCurve:  # built on the first lower-bracket query (an upper delta never reads it)
-        pmf = scipy.fft.irfft(lower_spectrum, n).astype(float)
+        pmf = inverse(lower_spectrum)
         return side_curve(-1, pmf, max(upper_negative, float(-np.sum(pmf[pmf < 0]))))
 
     return _BracketCurve(build_lower, upper_curve, upper_curve.error_budget)

@@ -10,8 +10,9 @@ frequencies), each law is centred at its mode c and P_j e^{i theta_j c} = M + D_
     D_j = sum_{|l - c| <= L} p_l (e^{-i theta_j (l - c)} - 1)  +  (e^{i theta_j c} F_j[far] - M_far),
 
 the first sum direct in long double (terms with relative error <= 12 u, summed with error <= (W - 1) u sum |t|,
-Higham 2002, Sec. 4.2; the angles reduced exactly in integers), the far part (mass M_far) by its own float64 FFT
-(error e M_far), and M = sum p to long-double precision (`_exact_sum`). Then log P_j = log M + log1p(D_j / M) - i theta_j c,
+Higham 2002, Sec. 4.2; the angles reduced exactly in integers), the far part (mass M_far) by its own long-double
+FFT (error `far_error` x M_far, 2^11 times below a float64 FFT's), and M = sum p to long-double precision
+(`_exact_sum`). Then log P_j = log M + log1p(D_j / M) - i theta_j c,
 whose error |dD| / (M |1 + D/M| - |dD|) is *relative* and small, so k |d log P| stays small where |P|^k is not:
 the composed entry's error is (sum_i k_i |d log P_i|) e^{sum_i k_i |d log P_i|} |X^| plus its rounding. The output
 error is ||error||_1 <= sqrt(2 sum_j err_j^2) + e ||X^||_2 (the inverse FFT's normwise bound, Higham 2002,
@@ -34,6 +35,11 @@ LONG_UNIT = float(np.finfo(np.longdouble).eps) / 2
 ETA = 1e-24
 #: Largest number of long-double terms (frequencies x window points) the direct sums may take.
 DIRECT_BUDGET = 1e6
+#: Target of a law's far-part error, summed over its count (k e_far M_far; `far_error`). With the far part in
+#: float64 it was 1e-13 (k e M_far), whose window the budget capped at 1e5 steps of q = 1e-6: ~1e-13 per
+#: frequency, 1.2e-12 in the composed law, 1% of delta at 1e-10 (a 0.66% bracket on eps); in long double
+#: (2^11 times smaller ulps) the same window leaves ~1e-14.
+FAR_TARGET = 1e-16
 _TWO_PI = 8 * np.arctan(np.longdouble(1))
 #: Below this log, e^x is 0 in double precision (the smallest subnormal is e^-744.4).
 _UNDERFLOW = -746.0
@@ -53,6 +59,16 @@ def _exact_sum(values: np.ndarray) -> tuple[float, np.longdouble]:
         errors += np.sum(((a - (t - bp)) + (b - bp)).astype(np.longdouble))
         s = t
     return float(s[0]), errors
+
+
+def far_error(n: int) -> float:
+    """Bound on |F_j[far] e^{i theta_j c} - M_far - (its exact value)| per unit of far mass: the long-double FFT's
+    componentwise error (`FFT_STAGE_ULPS` per radix stage, Higham 2002, Sec. 24.1), the rotation's (its angle
+    2 pi r / n, r reduced exactly in integers, within 3 ulps of itself, i.e. 6 pi ulps; its complex exponential
+    within 8), the product's and difference's (4 ulps) and numpy's pairwise sum of M_far (blocks of 128 summed
+    8-way: gamma_{log2 n + 24}, Higham 2002, Sec. 4.2), all in long-double ulps."""
+    log2n = math.log2(max(n, 2))
+    return (FFT_STAGE_ULPS * log2n + 6 * math.pi + 12 + log2n + 24) * LONG_UNIT * (1 + 1e-9)
 
 
 def _window(masses: np.ndarray, centre: int, target: float, widest: int) -> int:
@@ -138,15 +154,16 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict):
     k_dlog = np.zeros(freqs.size)
     rounding = np.zeros(freqs.size)
     j = freqs.astype(np.int64)
+    e_far = far_error(n)
     for masses, _, k in parts:
         centre = int(np.argmax(masses))
         widest = int(max(8, (budget_per_law - 1) // 2))
-        target = 1e-13 / max(k * e_step, 1e-300)
+        target = FAR_TARGET / max(k * e_far, 1e-300)
         half = _window(masses, centre, target, widest)
         lo, hi = max(centre - half, 0), min(centre + half + 1, masses.size)
-        far = masses.copy()
+        far = masses.astype(np.longdouble)
         far[lo:hi] = 0.0
-        far_mass = float(np.sum(far))  # subtracted below; its rounding (<= 16 u far_mass) is in the error term
+        far_mass = np.sum(far)  # subtracted below; its rounding is in `far_error`
         high, low = _exact_sum(masses)
         total = np.longdouble(high) + low
         log_total = np.log(np.longdouble(high)) + np.log1p(low / np.longdouble(high))  # relative to its value
@@ -162,10 +179,10 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict):
         size = half
         d_err = (size + 16) * LONG_UNIT * np.sum(np.abs(re_t) + np.abs(im_t), axis=1).astype(float)
         if far_mass > 0:
-            far_spec = scipy.fft.rfft(far, n)[freqs]
-            rot = np.exp(2j * np.pi * ((j * centre) % n) / n)
-            d = d + (far_spec * rot - far_mass).astype(np.clongdouble)
-            d_err += (e_step + 16 * UNIT) * far_mass * (1 + 1e-12)
+            far_spec = scipy.fft.rfft(far, n)[freqs]  # long double (`far_error`)
+            rot = np.exp(1j * (_TWO_PI * ((j * centre) % n).astype(np.longdouble) / n))
+            d = d + (far_spec * rot - far_mass)
+            d_err += e_far * float(far_mass) * (1 + 1e-12)
         d = d / total
         d_err = d_err / float(total) * (1 + 1e-12)
         denominator = np.abs(1 + d).astype(float) - d_err

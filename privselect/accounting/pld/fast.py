@@ -65,10 +65,25 @@ def far_error(n: int) -> float:
     """Bound on |F_j[far] e^{i theta_j c} - M_far - (its exact value)| per unit of far mass: the long-double FFT's
     componentwise error (`FFT_STAGE_ULPS` per radix stage, Higham 2002, Sec. 24.1), the rotation's (its angle
     2 pi r / n, r reduced exactly in integers, within 3 ulps of itself, i.e. 6 pi ulps; its complex exponential
-    within 8), the product's and difference's (4 ulps) and numpy's pairwise sum of M_far (blocks of 128 summed
-    8-way: gamma_{log2 n + 24}, Higham 2002, Sec. 4.2), all in long-double ulps."""
+    within 8), the complex product's (2 sqrt 2) and the difference's (2, of a value <= 2 M_far) and numpy's pairwise
+    sum of M_far (non-negative terms; blocks of 128 summed 8-way: gamma_{log2 n + 24}, Higham 2002, Sec. 4.2), all
+    in long-double ulps of M_far, rounded up."""
     log2n = math.log2(max(n, 2))
-    return (FFT_STAGE_ULPS * log2n + 6 * math.pi + 12 + log2n + 24) * LONG_UNIT * (1 + 1e-9)
+    return (FFT_STAGE_ULPS * log2n + 6 * math.pi + 8 + 6 + log2n + 24) * LONG_UNIT * (1 + 1e-9)
+
+
+def far_part(masses: np.ndarray, lo: int, hi: int, centre: int, freqs: np.ndarray,
+             n: int) -> tuple[np.ndarray, float]:
+    """(e^{i theta_j c} F_j[far] - M_far at each of ``freqs``, M_far) for the masses outside [lo, hi), c = ``centre``,
+    by a long-double FFT on n points; within `far_error` (n) x M_far of the exact value."""
+    far = masses.astype(np.longdouble)
+    far[lo:hi] = 0.0
+    far_mass = np.sum(far)
+    if not far_mass > 0:
+        return np.zeros(freqs.size, dtype=np.clongdouble), 0.0
+    spectrum = scipy.fft.rfft(far, n)[freqs]
+    rot = np.exp(1j * (_TWO_PI * ((freqs.astype(np.int64) * centre) % n).astype(np.longdouble) / n))
+    return spectrum * rot - far_mass, float(far_mass)
 
 
 def _window(masses: np.ndarray, centre: int, target: float, widest: int) -> int:
@@ -161,9 +176,7 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict):
         target = FAR_TARGET / max(k * e_far, 1e-300)
         half = _window(masses, centre, target, widest)
         lo, hi = max(centre - half, 0), min(centre + half + 1, masses.size)
-        far = masses.astype(np.longdouble)
-        far[lo:hi] = 0.0
-        far_mass = np.sum(far)  # subtracted below; its rounding is in `far_error`
+        far_term, far_mass = far_part(masses, lo, hi, centre, j, n)
         high, low = _exact_sum(masses)
         total = np.longdouble(high) + low
         log_total = np.log(np.longdouble(high)) + np.log1p(low / np.longdouble(high))  # relative to its value
@@ -179,10 +192,8 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict):
         size = half
         d_err = (size + 16) * LONG_UNIT * np.sum(np.abs(re_t) + np.abs(im_t), axis=1).astype(float)
         if far_mass > 0:
-            far_spec = scipy.fft.rfft(far, n)[freqs]  # long double (`far_error`)
-            rot = np.exp(1j * (_TWO_PI * ((j * centre) % n).astype(np.longdouble) / n))
-            d = d + (far_spec * rot - far_mass)
-            d_err += e_far * float(far_mass) * (1 + 1e-12)
+            d = d + far_term
+            d_err += e_far * far_mass * (1 + 1e-12)
         d = d / total
         d_err = d_err / float(total) * (1 + 1e-12)
         denominator = np.abs(1 + d).astype(float) - d_err

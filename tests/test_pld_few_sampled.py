@@ -90,3 +90,14 @@ def test_few_sampled_bracket_at_q_1e_6_is_within_the_auto_looseness_threshold():
     peer = float(pld_of_parts((Part("gaussian", noise, rate, steps),), 3e-7).get_epsilon_for_delta(delta))
     assert 0 < low <= up <= peer
     assert up - low <= 0.004 * up
+
+
+def test_few_sampled_bracket_at_q_1e_6_and_delta_1e_10_is_within_the_auto_looseness_threshold():
+    # sigma 0.6, q = 1e-6, T = 1e5, delta = 1e-10: the far parts of the steps' spectra were float64 FFTs, whose
+    # error (1e-13 per law, summed over the composed spectrum: 1.2e-12) was 1% of delta and left a 0.66% bracket
+    # (so auto also ran PRV); in long double the bracket is the discretisation's and the FFT's inverse
+    noise, rate, steps, delta = 0.6, 1e-6, 100_000, 1e-10
+    low, up, remove_up = _bracket(noise, rate, steps, delta)
+    assert event_lower_epsilon(noise, rate, steps, delta) <= remove_up
+    assert 0 < low <= up
+    assert up - low <= 0.004 * up

@@ -232,7 +232,11 @@ class PLDAccountant:
                                 self.max_points, self.max_memory, details), h
         a_up, b_up = window(mgf_up, _TAIL)
         a_low, b_low = window(mgf_low, _TAIL)
-        a, b = min(a_up, a_low), max(b_up, b_low)
+        # mass below the window wraps onto it and only raises the circular convolution (`compose`): the pessimistic
+        # law needs no lower end of its own, so with an optimistic law the window starts at that law's (whose
+        # ``below`` is charged); the pessimistic law's Chernoff end lies lower, where the leftover mass at each
+        # step's lowest grid point composes (add direction, 1e5 steps of q = 1e-6: -2.24 against -1.38)
+        a, b = (a_low if optimistic else a_up), max(b_up, b_low)
         trig: dict = {}  # the two laws share their window, and mostly the angles of their direct sums
         upper = compose(ups, infs, h, a, b, self.max_points, self.max_memory, mgf_up, trig)
         if optimistic:

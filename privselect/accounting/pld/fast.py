@@ -9,9 +9,10 @@ frequencies), each law is centred at its mode c and P_j e^{i theta_j c} = M + D_
 
     D_j = sum_{|l - c| <= L} p_l (e^{-i theta_j (l - c)} - 1)  +  (e^{i theta_j c} F_j[far] - M_far),
 
-the first sum direct in long double (terms with relative error <= 20 u: sines from `_half_turn_sines`, summed with error <= (W - 1) u sum |t|,
-Higham 2002, Sec. 4.2; the angles reduced exactly in integers), the far part (mass M_far) by its own float64 FFT
-(error e M_far), and M = sum p to long-double precision (`_exact_sum`). Then log P_j = log M + log1p(D_j / M) - i theta_j c,
+the first sum direct in long double (terms with relative error <= 20 u: sines from `_half_turn_sines`, summed
+with error <= (W - 1) u sum |t|, Higham 2002, Sec. 4.2; the angles reduced exactly in integers), the far part
+(mass M_far) by its own long-double FFT (error `far_error` x M_far, 2^11 times below a float64 FFT's), and M = sum p
+to long-double precision (`_exact_sum`). Then log P_j = log M + log1p(D_j / M) - i theta_j c,
 whose error |dD| / (M |1 + D/M| - |dD|) is *relative* and small, so k |d log P| stays small where |P|^k is not:
 the composed entry's error is (sum_i k_i |d log P_i|) e^{sum_i k_i |d log P_i|} |X^| plus its rounding. The output
 error is ||error||_1 <= sqrt(2 sum_j err_j^2) + e ||X^||_2 (the inverse FFT's normwise bound, Higham 2002,
@@ -38,10 +39,11 @@ ETA = 1e-24
 PRECISE_ETA = 1e-18
 #: Largest number of long-double terms (frequencies x window points) the direct sums may take.
 DIRECT_BUDGET = 1e6
-#: The far part's forward-FFT error, times k, aimed at per frequency (the window around the mode widens until it
-#: is met or the direct sums reach their budget): the default path's (a float64 FFT of the far part), and the
-#: precise path's (``precise=True``: a long-double one).
-FAR_ERROR, PRECISE_FAR_ERROR = 1e-13, 1e-17
+#: Target of a law's far-part error, summed over its count (k e_far M_far; `far_error`). With the far part in
+#: float64 it was 1e-13 (k e M_far), whose window the budget capped at 1e5 steps of q = 1e-6: ~1e-13 per
+#: frequency, 1.2e-12 in the composed law, 1% of delta at 1e-10 (a 0.66% bracket on eps); in long double
+#: (2^11 times smaller ulps) the same window leaves ~1e-14. The precise path's (``precise=True``) is lower.
+FAR_TARGET, PRECISE_FAR_TARGET = 1e-16, 1e-17
 #: The precise path's direct-sum budget.
 PRECISE_DIRECT_BUDGET = 1e6
 _TWO_PI = 8 * np.arctan(np.longdouble(1))
@@ -65,6 +67,31 @@ def _exact_sum(values: np.ndarray) -> tuple[float, np.longdouble]:
     return float(s[0]), errors
 
 
+def far_error(n: int) -> float:
+    """Bound on |F_j[far] e^{i theta_j c} - M_far - (its exact value)| per unit of far mass: the long-double FFT's
+    componentwise error (`FFT_STAGE_ULPS` per radix stage, Higham 2002, Sec. 24.1), the rotation's (its angle
+    2 pi r / n, r reduced exactly in integers, within 3 ulps of itself, i.e. 6 pi ulps; its complex exponential
+    within 8), the complex product's (2 sqrt 2) and the difference's (2, of a value <= 2 M_far) and numpy's pairwise
+    sum of M_far (non-negative terms; blocks of 128 summed 8-way: gamma_{log2 n + 24}, Higham 2002, Sec. 4.2), all
+    in long-double ulps of M_far, rounded up."""
+    log2n = math.log2(max(n, 2))
+    return (FFT_STAGE_ULPS * log2n + 6 * math.pi + 8 + 6 + log2n + 24) * LONG_UNIT * (1 + 1e-9)
+
+
+def far_part(masses: np.ndarray, lo: int, hi: int, centre: int, freqs: np.ndarray,
+             n: int) -> tuple[np.ndarray, float]:
+    """(e^{i theta_j c} F_j[far] - M_far at each of ``freqs``, M_far) for the masses outside [lo, hi), c = ``centre``,
+    by a long-double FFT on n points; within `far_error` (n) x M_far of the exact value."""
+    far = masses.astype(np.longdouble)
+    far[lo:hi] = 0.0
+    far_mass = np.sum(far)
+    if not far_mass > 0:
+        return np.zeros(freqs.size, dtype=np.clongdouble), 0.0
+    spectrum = scipy.fft.rfft(far, n)[freqs]
+    rot = np.exp(1j * (_TWO_PI * ((freqs.astype(np.int64) * centre) % n).astype(np.longdouble) / n))
+    return spectrum * rot - far_mass, float(far_mass)
+
+
 def _window(masses: np.ndarray, centre: int, target: float, widest: int) -> int:
     """Smallest half-width L (a power of 2, <= widest) whose far mass is at most target."""
     cum = np.concatenate([[0.0], np.cumsum(masses)])
@@ -83,8 +110,8 @@ def compose_fast(parts: Sequence[tuple[np.ndarray, int, int]], n: int,
     """(pmf of the circular convolution on n points, before the roll; its l1 error bound), or None where the
     direct sums would exceed `DIRECT_BUDGET` or a law is longer than the window (then `compose` runs).
 
-    ``precise``: the far parts by long-double FFTs, their error aimed at `PRECISE_FAR_ERROR` (direct sums up to
-    `PRECISE_DIRECT_BUDGET`), and the inverse FFT in long double (its normwise bound with the long-double unit), so
+    ``precise``: the far parts' error aimed at `PRECISE_FAR_TARGET` (direct sums up to `PRECISE_DIRECT_BUDGET`), the
+    float64 answer kept only below `PRECISE_ETA`, and the inverse FFT in long double (its normwise bound with the long-double unit), so
     the l1 bound is that of the recomputed low frequencies, not the float64 inverse's e ||X^||_2."""
     if any(m.size > n for m, _, _ in parts):
         return None
@@ -164,11 +191,10 @@ def _half_turn_sines(n: int) -> np.ndarray:
 
 def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict, precise: bool):
     """(composed spectrum, error bound) at ``freqs`` from the centred long-double form (module docstring), each
-    law's window widened until k x its far part's FFT error is at most `FAR_ERROR` (or the direct sums reach
-    `DIRECT_BUDGET` terms); ``precise``: the far part by a long-double FFT (error e_long M_far, its rotation and
-    mass in long double too), aimed at `PRECISE_FAR_ERROR`."""
+    law's window widened until k x its far part's FFT error is at most `FAR_TARGET` (or the direct sums reach
+    `DIRECT_BUDGET` terms; each far part by a long-double FFT, `far_part`); ``precise``: aimed at
+    `PRECISE_FAR_TARGET`, within `PRECISE_DIRECT_BUDGET`."""
     budget_per_law = (PRECISE_DIRECT_BUDGET if precise else DIRECT_BUDGET) / (len(parts) * freqs.size)
-    e_far = FFT_STAGE_ULPS * LONG_UNIT * math.log2(n) if precise else e_step
     if budget_per_law < 64:
         return None
     log_abs = np.zeros(freqs.size, dtype=np.longdouble)
@@ -177,15 +203,14 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict, preci
     k_dlog = np.zeros(freqs.size)
     rounding = np.zeros(freqs.size)
     j = freqs.astype(np.int64)
+    e_far = far_error(n)
     for masses, _, k in parts:
         centre = int(np.argmax(masses))
         widest = int(max(8, (budget_per_law - 1) // 2))
-        target = (PRECISE_FAR_ERROR if precise else FAR_ERROR) / max(k * e_far, 1e-300)
+        target = (PRECISE_FAR_TARGET if precise else FAR_TARGET) / max(k * e_far, 1e-300)
         half = _window(masses, centre, target, widest)
         lo, hi = max(centre - half, 0), min(centre + half + 1, masses.size)
-        far = masses.copy()
-        far[lo:hi] = 0.0
-        far_mass = float(np.sum(far))  # subtracted below; its rounding (<= 16 u far_mass) is in the error term
+        far_term, far_mass = far_part(masses, lo, hi, centre, j, n)
         high, low = _exact_sum(masses)
         total = np.longdouble(high) + low
         log_total = np.log(np.longdouble(high)) + np.log1p(low / np.longdouble(high))  # relative to its value
@@ -200,19 +225,9 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict, preci
         d = np.sum(re_t, axis=1) + 1j * np.sum(im_t, axis=1)
         size = half
         d_err = (size + 24) * LONG_UNIT * np.sum(np.abs(re_t) + np.abs(im_t), axis=1).astype(float)
-        if far_mass > 0 and precise:
-            far_long = far.astype(np.longdouble)
-            far_spec = scipy.fft.rfft(far_long, n)[freqs]
-            rot_long = np.exp(1j * (_TWO_PI * ((j * centre) % n).astype(np.longdouble) / n))
-            d = d + (far_spec * rot_long - np.sum(far_long))
-            # the FFT's componentwise error, the rotation's and product's rounding (a few ulps), the far mass's
-            # pairwise sum (log2 n ulps)
-            d_err += (e_far + (16 + math.log2(n)) * LONG_UNIT) * far_mass * (1 + 1e-9)
-        elif far_mass > 0:
-            far_spec = scipy.fft.rfft(far, n)[freqs]
-            rot = np.exp(2j * np.pi * ((j * centre) % n) / n)
-            d = d + (far_spec * rot - far_mass).astype(np.clongdouble)
-            d_err += (e_step + 16 * UNIT) * far_mass * (1 + 1e-12)
+        if far_mass > 0:
+            d = d + far_term
+            d_err += e_far * far_mass * (1 + 1e-12)
         d = d / total
         d_err = d_err / float(total) * (1 + 1e-12)
         denominator = np.abs(1 + d).astype(float) - d_err

@@ -38,6 +38,7 @@ from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory
 from ..pld import PLDAccountant
 from ..plrv import DirectedLosses, privacy_losses
 from ..profile import DirectionalCurve, ErrorBudget, GaussianCurve, PrivacyProfile
+from ..threads import one_blas_thread
 from .epoch import MAX_MESH_POINTS, EpochLoss, epoch_law, epoch_meshes
 from .lower import EpochLowerLoss, epoch_lower_law
 
@@ -142,6 +143,7 @@ def _checked_parts(mechanism: Mechanism) -> list[tuple[Mechanism, int]]:
     return parts
 
 
+@one_blas_thread
 def _epoch_profile(mechanism: Mechanism, max_memory: float, coarse: bool, lower: bool) -> PrivacyProfile:
     """pld's composition of each k = 1 epoch's dominating law (`epoch`, on its fine or ``coarse`` mesh) with the
     Gaussian parts; with ``lower``, of the dominated laws (`lower`) as well, for the lower end (else it is 0)."""

@@ -30,6 +30,7 @@ from ..budget import DEFAULT_MAX_MEMORY, checked_max_memory, require_memory
 from ..plrv import readable_losses as plrv_readable_losses
 from ..profile import DirectionalCurve, PrivacyProfile
 from ..prv.interface import find_tails
+from ..threads import one_blas_thread
 from .compose import Composed, compose, part_log_mgfs, window
 from .curve import PLDCurve
 from .discretise import discretise, loss_variance
@@ -134,6 +135,7 @@ class PLDAccountant:
     def profile(self, mechanism: Mechanism) -> PrivacyProfile:
         return self.losses_profile(readable_losses(mechanism), mechanism)
 
+    @one_blas_thread
     def losses_profile(self, parts, mechanism: Mechanism, *, optimistic: bool = True) -> PrivacyProfile:
         """The profile of ``parts`` = ((DirectedLosses, count), ...) describing ``mechanism``. With
         ``optimistic=False`` only the pessimistic laws are composed (for losses whose optimistic law would not bound

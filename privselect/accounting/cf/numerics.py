@@ -3,12 +3,11 @@ single-threaded BLAS for reproducible sums, and the Chernoff constant C(w) (acco
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
 
-from ...memo import quiet_cache
+from ..threads import single_blas_thread
 
 _EPS = float(np.finfo(float).eps)
 
@@ -20,24 +19,6 @@ def _log_c(w: np.ndarray) -> np.ndarray:
     w = np.asarray(w, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(w > 0, w * (np.log(w) - np.log1p(w)) - np.log1p(w), 0.0)
-
-
-@quiet_cache(maxsize=None)
-def _blas_controller():
-    try:  # a dependency of scikit-learn, hence of privselect
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover
-        return None
-    return ThreadpoolController()
-
-
-def _single_threaded_blas():
-    """Context that keeps BLAS on one thread: the products here are small and many, and
-    threaded BLAS spends its time synchronising (10-50x slower on a busy machine)."""
-    controller = _blas_controller()
-    if controller is None:  # pragma: no cover
-        return contextlib.nullcontext()
-    return controller.limit(limits=1, user_api="blas")
 
 
 def _fourier_sum(log_a: np.ndarray, loc: np.ndarray, step: float, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -60,7 +41,7 @@ def _fourier_sum(log_a: np.ndarray, loc: np.ndarray, step: float, n: int) -> tup
     rows = np.arange(block) * step
     cols = np.arange(blocks) * (step * block)
     out = np.zeros((block, blocks), complex)
-    with _single_threaded_blas():
+    with single_blas_thread():
         for s in range(0, loc.size, chunk):
             lc = loc[s:s + chunk]
             inner = np.exp(-1j * np.outer(rows, lc))
@@ -89,7 +70,7 @@ def _oscillatory_sum(weighted: np.ndarray, step: float, eps: np.ndarray) -> tupl
     cols = np.arange(blocks) * (step * block)
     out = np.empty(eps.shape)
     width = max(1, _CHUNK // (block + blocks))
-    with _single_threaded_blas():
+    with single_blas_thread():
         for s in range(0, eps.size, width):
             e = eps[s:s + width]
             inner = matrix @ np.exp(1j * np.outer(rows, e))

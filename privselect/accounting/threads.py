@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from ..memo import quiet_cache
@@ -30,12 +31,31 @@ def _controller() -> Any:
     return ThreadpoolController()
 
 
-def single_blas_thread() -> contextlib.AbstractContextManager:
-    """A context in which the BLAS libraries run one thread (restored on exit)."""
+_lock = threading.Lock()
+_held: list = []  # the active limiter (at most one) and how many contexts hold it
+
+
+@contextlib.contextmanager
+def single_blas_thread() -> Iterator[None]:
+    """A context in which the BLAS libraries run one thread. The limit is process-wide, so concurrent contexts
+    (two threads of one build) share it: the first sets it, the last restores the limits found before."""
     controller = _controller()
     if controller is None:  # pragma: no cover
-        return contextlib.nullcontext()
-    return controller.limit(limits=1, user_api="blas")
+        yield
+        return
+    with _lock:
+        if not _held:
+            _held.extend([controller.limit(limits=1, user_api="blas"), 0])
+        _held[1] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _held[1] -= 1
+            if _held[1] == 0:
+                limiter = _held[0]
+                _held.clear()
+                limiter.restore_original_limits()
 
 
 def one_blas_thread(function: F) -> F:

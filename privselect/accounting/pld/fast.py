@@ -174,7 +174,7 @@ def _angles(j: np.ndarray, half: int, n: int, trig: dict) -> tuple[np.ndarray, n
     return trig[key]
 
 
-@quiet_cache(maxsize=4)
+@quiet_cache(maxsize=1)  # shared by the laws of one composition; 16 n bytes held after it
 def _half_turn_sines(n: int) -> np.ndarray:
     """sin(pi i / n), i = 0..n, in long double: for i = a B + b <= n / 2 (B ~ sqrt n), sin(pi a B / n) cos(pi b / n)
     + cos(pi a B / n) sin(pi b / n), two products of non-negative factors (angles in [0, pi / 2]) each within a few

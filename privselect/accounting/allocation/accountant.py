@@ -16,8 +16,8 @@ Composed over epochs (and with other random-allocation parts) the mu^2 add (Dong
 
 **The tight ends (k = 1).** Each epoch is replaced by a law of its likelihood ratio that dominates it (`epoch`:
 the t-fold sum of a mean-preserving spread of the lognormal term on a linear mesh, every floating-point and
-truncation term at +inf) and by one it dominates (`lower`: the t-fold sum of a contraction of the term onto the
-same mesh, masses rounded down); pld composes the epochs' dominating laws for the upper end and the dominated laws
+truncation term at +inf) and by one it dominates (`lower`: the t-fold sum of a contraction of the term onto a
+mesh twice as coarse, masses rounded down); pld composes the epochs' dominating laws for the upper end and the dominated laws
 for the lower end, with the other parts. Each direction's curve is the intersection of those ends with the
 Gaussian bracket: upper = the smaller upper bound, lower = the larger lower bound. Where a tight end declines
 (k > 1, a mesh past its budget) the bracket stands for it and the profile's description says so.
@@ -164,15 +164,17 @@ def _epoch_profile(mechanism: Mechanism, max_memory: float, coarse: bool, lower:
 def tight_profiles(mechanism: Mechanism, max_memory: float = DEFAULT_MAX_MEMORY) -> tuple[list[PrivacyProfile], bool]:
     """The upper ends: pld's composition of each k = 1 epoch's dominating law with the Gaussian parts, and where an
     epoch's term does not fit its fine mesh (small sigma), on the coarser mesh as well (its truncation floor is
-    lower); and whether the fine mesh answered (the dominated laws share it: without it there is no tight lower
-    end). CertificationError where an epoch has k > 1 or an upper law exceeds its budget."""
+    lower); and whether the fine mesh answered (the dominated laws' meshes derive from it: without it there is no tight
+    lower end). CertificationError where an epoch has k > 1 or an upper law exceeds its budget."""
     parts = _checked_parts(mechanism)
     try:
         fine = _epoch_profile(mechanism, max_memory, coarse=False, lower=False)
     except CertificationError:  # the fine mesh cut the term inside its bulk: the coarse one alone
         return [_epoch_profile(mechanism, max_memory, coarse=True, lower=False)], False
-    cut = any(epoch_meshes(float(p.base.noise_multiplier), int(p.steps)).n_bins >= MAX_MESH_POINTS  # type: ignore[attr-defined]
-              for p, _ in parts if isinstance(p, RandomAllocation))
+    keys = [(float(p.base.noise_multiplier), int(p.steps)) for p, _ in parts if isinstance(p, RandomAllocation)]  # type: ignore[attr-defined]
+    # the coarse mesh as well where a term was cut by the budget and the coarse mesh differs
+    cut = any(epoch_meshes(*key).n_bins >= MAX_MESH_POINTS and epoch_meshes(*key, coarse=True) != epoch_meshes(*key)
+              for key in keys)
     return ([fine, _epoch_profile(mechanism, max_memory, coarse=True, lower=False)] if cut else [fine]), True
 
 

@@ -73,8 +73,9 @@ from ...accounting.prv.interface import (
 )
 from ...mechanisms import Mechanism
 from ..distributions import KDistribution
-from .block_sums import block_sum_error, block_sums, spectrum_prefix
+from .block_sums import block_sum_error, block_sums
 from .registry import register_bound
+from .spectrum_head import run_spectra
 
 __all__ = ["k_mixture_profile", "KMixtureCurve", "K_MIXTURE"]
 
@@ -366,17 +367,16 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     real = np.longdouble if extended else np.float64
     unit = float(np.finfo(real).eps) / 2
     two_pi = 8 * np.arctan(real(1))  # 2 pi to the working precision
-    # one spectrum per law: |P_i| and arg P_i
-    e_inf = FFT_STAGE_ULPS * unit * math.log2(n)
+    e_inf = FFT_STAGE_ULPS * unit * math.log2(n)  # one spectrum per law (its head): |P_i| and arg P_i
     folded = [c.pmf if c.pmf.size <= n else np.bincount(np.arange(c.pmf.size) % n, weights=c.pmf, minlength=n)
               for c in cells]
-    spectra = [(c.count, scipy.fft.rfft(q.astype(real), n)) for c, q in zip(cells, folded)]
     # Every bucket keeps a prefix of the spectrum (below): the entries up to the last one above the floor for the
     # smallest k. For k >= k_min, k x <= k_min x where x = log(|P| + e) < 0 (and entries with x >= 0 are kept by
     # every k), so no bucket keeps an entry beyond it; the run's spectra are only needed there (the same values),
-    # and no entry past `candidates` is above the floor (spectrum_prefix: a necessary condition, without logs).
+    # and no entry past `candidates` is above the floor (run_spectra: the head alone, where a proof finds its end).
     floor_log, k_min = math.log(SPECTRUM_FLOOR), float(np.min(ends))
-    candidates = spectrum_prefix(spectra, e_inf, floor_log / k_min)
+    spectra, candidates, e_inf = run_spectra([(c.count, q) for c, q in zip(cells, folded)], n, e_inf,
+                                             floor_log / k_min, real)
     log_err_run = sum((count * np.log(np.abs(spec[:candidates]).astype(float) + e_inf) for count, spec in spectra),
                       np.zeros(candidates))  # sum_i c_i log(|P_i| + e), summed in the cells' order from 0
     above = np.flatnonzero(k_min * log_err_run > floor_log)

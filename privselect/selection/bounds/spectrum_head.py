@@ -123,9 +123,13 @@ def head_length(laws: Sequence[tuple[int, np.ndarray]], n: int, level: float) ->
     # the cells' Lipschitz slack pi L / N' costs about c L pi / (N' |P|) of the log sum near the end, where
     # |P| ~ e^(level / sum c): N' keeps that below 1/8 of |level| (a choice of cost, not of soundness)
     at_end = math.exp(level / sum(c for c, _ in laws))
-    want = max(max(q.size for _, q in laws), 64,
-               math.ceil(8 * math.pi * sum(c * lip for (c, _), lip in zip(laws, lips)) / (abs(level) * at_end)))
-    coarse = 2 * scipy.fft.next_fast_len(-(-want // 2), real=True)  # even: theta_{N'/2} = pi
+    if not at_end > 0:
+        return None
+    want = max(float(max(q.size for _, q in laws)), 64.0,
+               8 * math.pi * sum(c * lip for (c, _), lip in zip(laws, lips)) / (abs(level) * at_end))
+    if not 4 * want <= n:
+        return None
+    coarse = 2 * scipy.fft.next_fast_len(-(-math.ceil(want) // 2), real=True)  # even: theta_{N'/2} = pi
     if 4 * coarse > n:
         return None
     total = np.zeros(coarse // 2)

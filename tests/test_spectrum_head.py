@@ -44,7 +44,7 @@ def test_direct_head_is_the_dft_within_its_bound(size, n, head):
     # within the n-point FFT's own componentwise bound of scipy's values too, and the bound is FFT-sized
     e_fft = FFT_STAGE_ULPS * _U * math.log2(n)
     assert np.max(np.abs(got - scipy.fft.rfft(q, n)[:head])) <= bound + e_fft
-    assert bound <= 200 * _U
+    assert bound <= 230 * _U  # at most the 8.1e6-point FFT's own bound
 
 
 def test_head_length_proves_every_later_entry_below_the_level():

@@ -372,8 +372,7 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
               for c in cells]
     # Every bucket keeps a prefix of the spectrum (below): the entries up to the last one above the floor for the
     # smallest k. For k >= k_min, k x <= k_min x where x = log(|P| + e) < 0 (and entries with x >= 0 are kept by
-    # every k), so no bucket keeps an entry beyond it; the run's spectra are only needed there (the same values),
-    # and no entry past `candidates` is above the floor (run_spectra: the head alone, where a proof finds its end).
+    # every k), so no bucket keeps an entry beyond it, and none past `candidates` is above the floor (run_spectra).
     floor_log, k_min = math.log(SPECTRUM_FLOOR), float(np.min(ends))
     spectra, candidates, e_inf = run_spectra([(c.count, q) for c, q in zip(cells, folded)], n, e_inf,
                                              floor_log / k_min, real)
@@ -394,9 +393,9 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     del spectra
     run_total = sum(c.count for c in cells)
     m, width = np.arange(live, dtype=np.int64), 0  # width: the entries some bucket keeps (the spectra are 0 beyond)
-    mixed = {side: np.zeros(n // 2 + 1, dtype=np.clongdouble if extended else complex) for side in (+1, -1)}
-    magnitude = np.zeros(n // 2 + 1)  # sum_j P_j |R|^{k_j}
-    entry_err = np.zeros(n // 2 + 1)
+    held = max(live, 1)  # the mixed spectra's entries from `held` to n/2 are 0 (no bucket keeps them): not stored
+    mixed = {side: np.zeros(held, dtype=np.clongdouble if extended else complex) for side in (+1, -1)}
+    magnitude, entry_err = np.zeros(held), np.zeros(held)  # sum_j P_j |R|^{k_j}; the entries' error bounds
     dropped = 0.0  # per entry: an entry set to 0 had exact magnitude <= prod (|P^_i| + e)^{k c_i} < floor
     # entries from the last one above the floor on are dropped: a prefix per bucket, shrinking with k
     for (k, scaled, _orders, cells_shift, _e0), p in zip(buckets, probs):
@@ -416,7 +415,8 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
         weights = np.exp(k * log_err_run[keep] - log_err_one[keep]) * (1 + e_inf) ** len(cells)
         entry_err[keep] += p * (k * run_total * e_inf * weights + ((2 + math.pi) * k * run_total + 400) * 2 * unit * power)
     entry_err += (len(ends) + 2) * unit * magnitude + dropped  # the probability-weighted sum; dropped entries
-    fp_fft = math.sqrt(2.0 * float(np.sum(entry_err ** 2)))  # Parseval: l1 of the time-domain error
+    # Parseval: l1 of the time-domain error; each entry not stored has error `dropped` (1e-12: the sums' rounding)
+    fp_fft = math.sqrt(2.0 * (float(np.sum(entry_err ** 2)) + (n // 2 + 1 - held) * dropped ** 2) * (1 + 1e-12))
     # Curves read on blocks of B cells, a block's mass at its right (upper side) or left end (lower side): delta~(eps)
     # = sum_t p_t (1 - e^{eps - t})_+ grows with t, so both stay bounds, at an eps slack (B - 1) h <= 2% of the target.
     block = max(1, 1 + int(_BLOCK_SLACK * law.eps_target / h))

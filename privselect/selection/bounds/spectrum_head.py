@@ -17,13 +17,13 @@ n-point FFT:
    ``Y[m, t0] = sum_t1 w^-(m t1 T) q_(t1 T + t0)``, ``w = e^(2 pi i / n)``, every power formed from its exact integer
    exponent mod n (within 48u, as in `block_sums`): 2 K sqrt(s) powers and real matrix products, where the FFT
    costs n log n. Error per entry, relative to ``S = sum_t q_t`` (each column's share ``S_t0``): Y's powers within
-   48u; Y's real and imaginary parts as real products over chunks of 32 terms, in any order (``gamma_32`` each,
-   ``sqrt(2) gamma_32 < 46u`` together), summed over the chunks by a balanced tree of p1 levels
-   (``sqrt(2) gamma_p1``): Y within ``(95 + 1.5 p1) u S_t0`` to first order; each term ``w^-(m t0) Y`` within another
-   48u and a complex product's ``sqrt(2) gamma_2 < 3u``; the sum over t0 by a balanced tree of p2 levels
-   (``gamma_p2``). In all ``(146 + 1.5 p1 + p2) u S`` to first order; `direct_head` charges
-   ``(155 + 2 p1 + p2) u S (1 + 1e-6)`` (about 172u for the README's 1.2e5 cells, below the 8.1e6-point FFT's
-   230u), and `run_spectra` returns the larger of that and the FFT's own bound (the K-mixture's ``e``).
+   48u; Y's real and imaginary parts as real products over chunks of C = 64 terms, in any order (``gamma_C`` each,
+   ``sqrt(2) gamma_C < 1.42 C u`` together), summed over the chunks by a balanced tree of p1 levels
+   (``sqrt(2) gamma_p1``): Y within ``(48 + 1.42 (C + p1)) u S_t0`` to first order; each term ``w^-(m t0) Y`` within
+   another 48u and a complex product's ``sqrt(2) gamma_2 < 3u``; the sum over t0 by a balanced tree of p2 levels
+   (``gamma_p2``). In all ``(99 + 1.42 (C + p1) + p2) u S`` to first order; `direct_head` charges
+   ``(100 + 1.5 C + 2 p1 + p2) u S (1 + 1e-6)`` (about 208u for the README's 1.2e5 cells, below the 8.1e6-point
+   FFT's 230u), and `run_spectra` returns the larger of that and the FFT's own bound (the K-mixture's ``e``).
 
 Where that would not pay (a long-double transform, a pmf longer than n / 8, N' > n / 4, or K above 4096) the
 n-point FFT runs as before, with `block_sums.spectrum_prefix` for the end.
@@ -46,7 +46,7 @@ __all__ = ["run_spectra"]
 _U = 2.0**-53
 _TWO_PI = 2.0 * math.pi
 #: Terms per real dot product of the direct sum.
-_CHUNK = 32
+_CHUNK = 64
 #: Largest head K, and head x pmf length (memory: about 0.5 bytes each), computed directly.
 _MAX_HEAD = 4096
 _MAX_WORK = 1 << 27
@@ -103,7 +103,7 @@ def direct_head(q: np.ndarray, n: int, size: int) -> tuple[np.ndarray, float]:
     y.real, y.imag = partial[:size], partial[size:]
     terms = _inverse_powers(m[:, None] * np.arange(span, dtype=np.int64)[None, :], n) * y
     total, levels_t = _pairwise(np.ascontiguousarray(terms.T))
-    bound = (155 + 2 * levels_y + levels_t) * _U * float(np.sum(np.abs(q))) * (1 + 1e-6)
+    bound = (100 + 1.5 * _CHUNK + 2 * levels_y + levels_t) * _U * float(np.sum(np.abs(q))) * (1 + 1e-6)
     return total, bound
 
 

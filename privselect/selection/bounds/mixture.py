@@ -21,9 +21,9 @@ the base run:
   mu-GDP is exactly sqrt(k) mu-GDP (Dong, Roth, Su 2022, Cor. 3.3), one closed form per
   bucket from the base's exact mu^2;
 * everything else the PRV accountant reads: the base run's privacy-loss laws are truncated
-  and discretised ONCE (Gopi, Lee, Wutschitz 2021, Alg. 2) on one mesh h and transformed once;
-  the buckets are mixed in the frequency domain, sum_j P_j R^{k_j} (R the run's spectrum), and
-  the mixture's block sums come from its first (few hundred) entries, the rest being below the floor
+  and discretised ONCE (Gopi, Lee, Wutschitz 2021, Alg. 2) on one mesh h and transformed once (only
+  the spectrum's head: `spectrum_head`); the buckets are mixed in the frequency domain, sum_j P_j R^{k_j} (R the
+  run's spectrum), and the mixture's block sums come from its first (few hundred) entries, the rest below the floor
   (`block_sums`; an inverse FFT in long double). The accountant's bracket (GLW eq. (8), `privselect.accounting.prv`)
   of bucket j shifts its loss by the coupling width s_j of k_j runs; the shift is applied in the frequency domain,
   rounded up to whole cells (m_j h >= s_j: delta~ is non-increasing, so the larger shift is still an upper bound),
@@ -337,7 +337,7 @@ class _BracketCurve(DirectionalCurve):
 
 def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction: str,
                    delta_error: float, extended: bool = False) -> _BracketCurve:
-    """sum_j P_j delta_{k_j} of one direction from one forward FFT and two spectra, with its proven bracket.
+    """sum_j P_j delta_{k_j} of one direction from one transform (its head) and two spectra, with its proven bracket.
 
     ``extended``: transforms, powers and phases in ``np.longdouble`` (as the PRV accountant does
     below its double-precision floor): the floating-point terms shrink with its unit roundoff.

@@ -21,9 +21,9 @@ the base run:
   mu-GDP is exactly sqrt(k) mu-GDP (Dong, Roth, Su 2022, Cor. 3.3), one closed form per
   bucket from the base's exact mu^2;
 * everything else the PRV accountant reads: the base run's privacy-loss laws are truncated
-  and discretised ONCE (Gopi, Lee, Wutschitz 2021, Alg. 2) on one mesh h and transformed once;
-  the buckets are mixed in the frequency domain, sum_j P_j R^{k_j} (R the run's spectrum), and
-  the mixture's block sums come from its first (few hundred) entries, the rest being below the floor
+  and discretised ONCE (Gopi, Lee, Wutschitz 2021, Alg. 2) on one mesh h and transformed once (only
+  the spectrum's head: `spectrum_head`); the buckets are mixed in the frequency domain, sum_j P_j R^{k_j} (R the
+  run's spectrum), and the mixture's block sums come from its first (few hundred) entries, the rest below the floor
   (`block_sums`; an inverse FFT in long double). The accountant's bracket (GLW eq. (8), `privselect.accounting.prv`)
   of bucket j shifts its loss by the coupling width s_j of k_j runs; the shift is applied in the frequency domain,
   rounded up to whole cells (m_j h >= s_j: delta~ is non-increasing, so the larger shift is still an upper bound),
@@ -73,8 +73,9 @@ from ...accounting.prv.interface import (
 )
 from ...mechanisms import Mechanism
 from ..distributions import KDistribution
-from .block_sums import block_sum_error, block_sums, spectrum_prefix
+from .block_sums import block_sum_error, block_sums
 from .registry import register_bound
+from .spectrum_head import run_spectra
 
 __all__ = ["k_mixture_profile", "KMixtureCurve", "K_MIXTURE"]
 
@@ -336,7 +337,7 @@ class _BracketCurve(DirectionalCurve):
 
 def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction: str,
                    delta_error: float, extended: bool = False) -> _BracketCurve:
-    """sum_j P_j delta_{k_j} of one direction from one forward FFT and two spectra, with its proven bracket.
+    """sum_j P_j delta_{k_j} of one direction from one transform (its head) and two spectra, with its proven bracket.
 
     ``extended``: transforms, powers and phases in ``np.longdouble`` (as the PRV accountant does
     below its double-precision floor): the floating-point terms shrink with its unit roundoff.
@@ -366,17 +367,15 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     real = np.longdouble if extended else np.float64
     unit = float(np.finfo(real).eps) / 2
     two_pi = 8 * np.arctan(real(1))  # 2 pi to the working precision
-    # one spectrum per law: |P_i| and arg P_i
-    e_inf = FFT_STAGE_ULPS * unit * math.log2(n)
+    e_inf = FFT_STAGE_ULPS * unit * math.log2(n)  # one spectrum per law (its head): |P_i| and arg P_i
     folded = [c.pmf if c.pmf.size <= n else np.bincount(np.arange(c.pmf.size) % n, weights=c.pmf, minlength=n)
               for c in cells]
-    spectra = [(c.count, scipy.fft.rfft(q.astype(real), n)) for c, q in zip(cells, folded)]
     # Every bucket keeps a prefix of the spectrum (below): the entries up to the last one above the floor for the
     # smallest k. For k >= k_min, k x <= k_min x where x = log(|P| + e) < 0 (and entries with x >= 0 are kept by
-    # every k), so no bucket keeps an entry beyond it; the run's spectra are only needed there (the same values),
-    # and no entry past `candidates` is above the floor (spectrum_prefix: a necessary condition, without logs).
+    # every k), so no bucket keeps an entry beyond it, and none past `candidates` is above the floor (run_spectra).
     floor_log, k_min = math.log(SPECTRUM_FLOOR), float(np.min(ends))
-    candidates = spectrum_prefix(spectra, e_inf, floor_log / k_min)
+    spectra, candidates, e_inf = run_spectra([(c.count, q) for c, q in zip(cells, folded)], n, e_inf,
+                                             floor_log / k_min, real)
     log_err_run = sum((count * np.log(np.abs(spec[:candidates]).astype(float) + e_inf) for count, spec in spectra),
                       np.zeros(candidates))  # sum_i c_i log(|P_i| + e), summed in the cells' order from 0
     above = np.flatnonzero(k_min * log_err_run > floor_log)
@@ -394,9 +393,9 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
     del spectra
     run_total = sum(c.count for c in cells)
     m, width = np.arange(live, dtype=np.int64), 0  # width: the entries some bucket keeps (the spectra are 0 beyond)
-    mixed = {side: np.zeros(n // 2 + 1, dtype=np.clongdouble if extended else complex) for side in (+1, -1)}
-    magnitude = np.zeros(n // 2 + 1)  # sum_j P_j |R|^{k_j}
-    entry_err = np.zeros(n // 2 + 1)
+    held = max(live, 1)  # the mixed spectra's entries from `held` to n/2 are 0 (no bucket keeps them): not stored
+    mixed = {side: np.zeros(held, dtype=np.clongdouble if extended else complex) for side in (+1, -1)}
+    magnitude, entry_err = np.zeros(held), np.zeros(held)  # sum_j P_j |R|^{k_j}; the entries' error bounds
     dropped = 0.0  # per entry: an entry set to 0 had exact magnitude <= prod (|P^_i| + e)^{k c_i} < floor
     # entries from the last one above the floor on are dropped: a prefix per bucket, shrinking with k
     for (k, scaled, _orders, cells_shift, _e0), p in zip(buckets, probs):
@@ -416,7 +415,8 @@ def _mixture_curve(law: _RunLaw, ends: np.ndarray, probs: np.ndarray, direction:
         weights = np.exp(k * log_err_run[keep] - log_err_one[keep]) * (1 + e_inf) ** len(cells)
         entry_err[keep] += p * (k * run_total * e_inf * weights + ((2 + math.pi) * k * run_total + 400) * 2 * unit * power)
     entry_err += (len(ends) + 2) * unit * magnitude + dropped  # the probability-weighted sum; dropped entries
-    fp_fft = math.sqrt(2.0 * float(np.sum(entry_err ** 2)))  # Parseval: l1 of the time-domain error
+    # Parseval: l1 of the time-domain error; each entry not stored has error `dropped` (1e-12: the sums' rounding)
+    fp_fft = math.sqrt(2.0 * (float(np.sum(entry_err ** 2)) + (n // 2 + 1 - held) * dropped ** 2) * (1 + 1e-12))
     # Curves read on blocks of B cells, a block's mass at its right (upper side) or left end (lower side): delta~(eps)
     # = sum_t p_t (1 - e^{eps - t})_+ grows with t, so both stay bounds, at an eps slack (B - 1) h <= 2% of the target.
     block = max(1, 1 + int(_BLOCK_SLACK * law.eps_target / h))

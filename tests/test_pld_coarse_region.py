@@ -1,4 +1,4 @@
-"""pld's laws on a grid that is coarse where a step's mass is small (`discretise` with ``fine`` and ``stride``) and
+"""pld's laws on a grid that is coarse where a step's mass is small (`discretise` with ``regions`` and ``stride``) and
 the strided far part of its fast composition (`fast.strided_far_part`): the one-step laws still bracket the true
 curve (its closed form from the loss's tails), and the far part is within its error bound of a 40-digit DFT."""
 
@@ -6,18 +6,19 @@ import numpy as np
 import pytest
 
 import privselect as ps
-from privselect.accounting.pld.accountant import coarse_region
+from privselect.accounting.pld.accountant import coarse_regions
 from privselect.accounting.pld.discretise import discretise, grid_indices
 from privselect.accounting.plrv import composed_losses
 
 
 def test_grid_indices_are_every_point_inside_the_fine_region_and_every_stride_th_outside():
-    index = grid_indices(1e-3, -0.1, 0.2, fine=(-0.01, 0.02), stride=8)
-    assert index[0] <= -100 and index[-1] >= 200 and np.all(np.diff(index) > 0)
-    inside = index[(index >= -10) & (index <= 20)]
-    assert np.array_equal(inside, np.arange(-10, 21))
-    outside = index[(index < -10) | (index > 20)]
-    assert np.all(outside % 8 == 0) and np.all(np.diff(index) <= 8)
+    index = grid_indices(1e-3, -0.1, 0.2, regions=((-0.01, 0.02, 1), (-0.05, 0.06, 4)), stride=16)
+    assert index[0] == -100 and index[-1] == 200 and np.all(np.diff(index) > 0)
+    assert np.array_equal(index[(index >= -10) & (index <= 20)], np.arange(-10, 21))
+    middle = index[((index >= -50) & (index < -10)) | ((index > 20) & (index <= 60))]
+    assert np.all(middle % 4 == 0) and middle.size == 10 + 10
+    outer = index[((index > -100) & (index < -50)) | ((index > 60) & (index < 200))]
+    assert np.all(outer % 16 == 0) and np.all(np.diff(index) <= 16)
     assert np.array_equal(grid_indices(1e-3, -0.1, 0.2), np.arange(-100, 201))
 
 
@@ -26,9 +27,9 @@ def test_laws_on_a_coarse_region_bracket_the_true_curve_at_and_between_grid_poin
     loss = getattr(composed_losses(ps.Gaussian(0.6).poisson_subsample(1e-6))[0][0], direction)
     h = 2e-7
     lower_end, upper_end = (-1.0000005e-6, 0.9) if direction == "remove" else (-0.8, 1.0000005e-6)
-    fine, stride = coarse_region(loss, h, lower_end, upper_end)
-    assert fine is not None and stride == 16
-    law = discretise(loss, h, lower_end, upper_end, fine=fine, stride=stride)
+    regions, stride = coarse_regions(loss, h, lower_end, upper_end)
+    assert len(regions) == 2 and stride == 16
+    law = discretise(loss, h, lower_end, upper_end, regions=regions, stride=stride)
     loc = (law.i0 + np.arange(law.upper.size)) * h
     assert np.count_nonzero(law.upper) < law.upper.size / 8  # most of the grid is skipped
     eps = np.concatenate([np.linspace(-2e-6, 3e-6, 301), np.geomspace(3e-6, 0.8, 400)]) + h / 3  # off the grid
@@ -50,8 +51,8 @@ def test_strided_far_part_is_within_its_error_bound_of_the_exact_dft():
     mp.mp.dps = 40
     loss = composed_losses(ps.Gaussian(0.8).poisson_subsample(1e-2))[0][0].remove
     h = 1e-3
-    fine, stride = (-2e-2, 0.05), 8
-    masses = discretise(loss, h, -2e-2, 2.0, fine=fine, stride=stride).upper
+    stride = 8
+    masses = discretise(loss, h, -2e-2, 2.0, regions=((-2e-2, 0.05, 1),), stride=stride).upper
     n, centre = 4096, int(np.argmax(masses))
     lo, hi = max(centre - 8, 0), centre + 9
     freqs = np.array([0, 1, 2, 5, 40, 700, 2048])

@@ -31,6 +31,7 @@ relative error of at most `SF_REL_ERROR` added (upper) or subtracted (lower).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,38 +99,34 @@ def loss_variance(loss: PrivacyLoss, lower_end: float, upper_end: float) -> floa
     return second - first * first
 
 
-def grid_indices(h: float, lower_end: float, upper_end: float, fine: tuple[float, float] | None = None,
+def grid_indices(h: float, lower_end: float, upper_end: float, regions: Sequence[tuple[float, float, int]] = (),
                  stride: int = 1) -> np.ndarray:
-    """The integers i of the grid points i h covering [``lower_end``, ``upper_end``]: every one within ``fine``
-    (all of them where it is None or ``stride`` is 1), only the multiples of ``stride`` outside it (the grid
-    widened to the nearest multiples beyond the ends)."""
+    """The integers i of the grid points i h covering [``lower_end``, ``upper_end``]: the two ends, the multiples of
+    ``stride`` between them, and within each region (lo, hi, step) of ``regions`` the multiples of its step (every
+    point where ``stride`` is 1)."""
     i0 = int(math.floor(lower_end / h))
     i1 = max(int(math.ceil(upper_end / h)), i0 + 2)
-    if fine is None or stride <= 1:
+    if stride <= 1:
         return np.arange(i0, i1 + 1, dtype=np.int64)
-    f0, f1 = int(math.floor(fine[0] / h)), int(math.ceil(fine[1] / h))
-    c0 = i0 if f0 <= i0 else stride * (i0 // stride)  # an end within ``fine`` stays where it is
-    c1 = i1 if f1 >= i1 else -stride * (-i1 // stride)
-    f0 = min(max(f0, c0), c1)
-    f1 = max(min(f1, c1), f0)
-    left = np.arange(c0, f0, stride, dtype=np.int64)
-    right = np.arange(-stride * (-(f1 + 1) // stride), c1 + 1, stride, dtype=np.int64)
-    out = np.concatenate([left, np.arange(f0, f1 + 1, dtype=np.int64), right])
-    return out if out.size >= 3 else np.arange(c0, max(c1, c0 + 2) + 1, dtype=np.int64)
+    parts = [np.array([i0, i1], dtype=np.int64), np.arange(-(-i0 // stride) * stride, i1 + 1, stride, dtype=np.int64)]
+    for lo, hi, step in regions:
+        a, b = max(int(math.floor(lo / h)), i0), min(int(math.ceil(hi / h)), i1)
+        parts.append(np.arange(-(-a // step) * step, b + 1, step, dtype=np.int64))
+    return np.unique(np.concatenate(parts))
 
 
-def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float,
-               optimistic: bool = True, fine: tuple[float, float] | None = None, stride: int = 1) -> Discretised:
+def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float, optimistic: bool = True,
+               regions: Sequence[tuple[float, float, int]] = (), stride: int = 1) -> Discretised:
     """Connect-the-dots laws of ``loss`` on the grid h Z between ``lower_end`` and ``upper_end`` (module docstring);
     the optimistic one from the tangent lines of ``loss.optimistic_loss()`` (none where it is None).
 
-    With ``fine`` and ``stride`` > 1 the laws are built on the points of `grid_indices`: every point of h Z within
-    ``fine``, every ``stride``-th outside it (the masses returned on all of h Z, 0 at the points skipped). Both
+    With ``stride`` > 1 the laws are built on the points of `grid_indices`: every ``stride``-th point of h Z, and
+    within each of ``regions`` every step-th (the masses returned on all of h Z, 0 at the points skipped). Both
     constructions hold on any increasing grid (DGKKM22, Thm 3.5: chords of a convex curve through points above
     it lie above it; the tangent lines below it, whatever the segments), so the laws bound the loss as on the
     full grid; the coarser segments only add their second-order error (where the steps' mass outside ``fine`` is
     small, little of it)."""
-    index = grid_indices(h, lower_end, upper_end, fine, stride)
+    index = grid_indices(h, lower_end, upper_end, regions, stride)
     i0 = int(index[0])
     grid = index * h
     _, up, sf_p, sf_q = grid_delta(loss, grid)

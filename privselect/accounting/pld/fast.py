@@ -110,9 +110,9 @@ def strided_far_part(masses: np.ndarray, lo: int, hi: int, centre: int, freqs: n
     sum_l p_l (e^{-i theta_j (l - c)} - 1) = sum_l -2 p_l sin^2(theta_j d_l / 2) - i p_l sin(theta_j d_l), d_l = l - c,
     in long double from `_half_turn_sines` (each term within 20 u, their sum within (W - 1) u sum |t|, Higham 2002,
     Sec. 4.2: the bound of `_accurate`'s direct sums, (W + 24) u sum |t|); the two parts' sum one more ulp."""
-    far = np.array(masses, dtype=float)
-    far[lo:hi] = 0.0
+    far = np.asarray(masses, dtype=float)
     nz = np.flatnonzero(far)
+    nz = nz[(nz < lo) | (nz >= hi)]
     if not nz.size:
         return np.zeros(freqs.size, dtype=np.clongdouble), 0.0, np.zeros(freqs.size)
     for stride in _STRIDES:
@@ -143,10 +143,17 @@ def strided_far_part(masses: np.ndarray, lo: int, hi: int, centre: int, freqs: n
         turns = np.where(turns > n // 2, turns - n, turns)
         size = np.abs(turns)
         weight = far[off].astype(np.longdouble)[None, :]
-        re_t = -2 * weight * table[size] ** 2
-        im_t = -weight * (np.sign(turns) * table[2 * size])
-        value = value + (np.sum(re_t, axis=1) + 1j * np.sum(im_t, axis=1))
-        error += (off.size + 24) * LONG_UNIT * np.sum(np.abs(re_t) + np.abs(im_t), axis=1).astype(float)
+        re_t = table[size]
+        np.multiply(re_t, re_t, out=re_t)
+        np.multiply(re_t, -2 * weight, out=re_t)  # -2 p sin^2(theta d / 2) <= 0
+        im_t = table[2 * size]
+        np.negative(im_t, out=im_t, where=turns < 0)
+        np.multiply(im_t, -weight, out=im_t)  # -p sin(theta d)
+        re_sum = np.sum(re_t, axis=1)
+        value = value + (re_sum + 1j * np.sum(im_t, axis=1))
+        # sum |re_t| = -sum re_t (terms of one sign), within (W - 1) u of its computed value
+        magnitude = -re_sum.astype(float) * (1 + 2 * off.size * LONG_UNIT) + np.sum(np.abs(im_t), axis=1).astype(float)
+        error += (off.size + 24) * LONG_UNIT * magnitude
     error = (error + LONG_UNIT * (2 * float(on_mass) + np.abs(value).astype(float))) * (1 + 1e-12)
     return value, float(np.sum(far[nz].astype(np.longdouble))), error
 
@@ -275,7 +282,7 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict, preci
             far_err: float | np.ndarray = e_far * far_mass * (1 + 1e-12)
         else:
             far_term, far_mass, far_err = strided
-        high, low = _exact_sum(masses)
+        high, low = _exact_sum(masses[masses != 0])  # the zeros of a coarse region add nothing
         total = np.longdouble(high) + low
         log_total = np.log(np.longdouble(high)) + np.log1p(low / np.longdouble(high))  # relative to its value
         # near part, direct, the offsets +m and -m paired: sum_m -2 (p_+m + p_-m) sin^2(theta m / 2)

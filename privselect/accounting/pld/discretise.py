@@ -108,11 +108,14 @@ def grid_indices(h: float, lower_end: float, upper_end: float, regions: Sequence
     i1 = max(int(math.ceil(upper_end / h)), i0 + 2)
     if stride <= 1:
         return np.arange(i0, i1 + 1, dtype=np.int64)
-    parts = [np.array([i0, i1], dtype=np.int64), np.arange(-(-i0 // stride) * stride, i1 + 1, stride, dtype=np.int64)]
+    keep = np.zeros(i1 - i0 + 1, dtype=bool)  # by point, relative to i0
+    keep[[0, -1]] = True
+    keep[(-i0) % stride::stride] = True
     for lo, hi, step in regions:
         a, b = max(int(math.floor(lo / h)), i0), min(int(math.ceil(hi / h)), i1)
-        parts.append(np.arange(-(-a // step) * step, b + 1, step, dtype=np.int64))
-    return np.unique(np.concatenate(parts))
+        if a <= b:
+            keep[a - i0 + (-a) % step:b - i0 + 1:step] = True
+    return i0 + np.flatnonzero(keep)
 
 
 def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float, optimistic: bool = True,

@@ -11,7 +11,8 @@ frequencies), each law is centred at its mode c and P_j e^{i theta_j c} = M + D_
 
 the first sum direct in long double (terms with relative error <= 20 u: sines from `_half_turn_sines`, summed
 with error <= (W - 1) u sum |t|, Higham 2002, Sec. 4.2; the angles reduced exactly in integers), the far part
-(mass M_far) by its own long-double FFT (error `far_error` x M_far, 2^11 times below a float64 FFT's), and M = sum p
+(mass M_far) by its own long-double FFT (error `far_error` x M_far, 2^11 times below a float64 FFT's; on n / s points
+where it lies on every s-th point but for a few, those summed directly: `strided_far_part`), and M = sum p
 to long-double precision (`_exact_sum`). Then log P_j = log M + log1p(D_j / M) - i theta_j c,
 whose error |dD| / (M |1 + D/M| - |dD|) is *relative* and small, so k |d log P| stays small where |P|^k is not:
 the composed entry's error is (sum_i k_i |d log P_i|) e^{sum_i k_i |d log P_i|} |X^| plus its rounding. The output

@@ -57,6 +57,46 @@ EDGE_MESH = 0.5
 EDGE_MIN_MESH = 0.25
 #: Largest finite loss of one step (e^l must stay finite in double precision).
 _MAX_LOSS = 700.0
+#: Where the mesh is this fine (the edge-aligned mesh of rarely sampled steps), each step's law is built on every
+#: point only where its mass is, on every `COARSE_LEVEL`-th point where the mass beyond is below `COARSE_SHARE` /
+#: `COARSE_LEVEL`^2, on every `COARSE_LEVEL`^2-th where it is below `COARSE_SHARE` / `COARSE_LEVEL`^4
+#: (`coarse_regions`): at q = 1e-6 a step's mesh of 6.7e-7 spans 1.4e6 points, all but ~300 of them in a tail of
+#: mass ~1e-5, whose spacing s h matters as (mass) (s h)^2.
+COARSE_LEVEL = 4
+#: ... each level's second-order error, (mass beyond) (s h)^2, at most this share of the fine region's h^2 ...
+COARSE_SHARE = 1e-3
+#: ... and the coarse spacing at most this (the relative error of a tail of slope b in log delta is ~(b s h)^2 / 8:
+#: below 1e-6 at b = 60, eps 0.056 at delta 1e-10).
+COARSE_MESH = 2e-5
+
+
+def coarse_regions(loss, h: float, lower_end: float, upper_end: float) -> tuple[tuple[tuple[float, float, int], ...], int]:
+    """(regions, stride) for `discretise`: every point between the losses where P(L < l) and P(L > l) fall to
+    `COARSE_SHARE` / s1^2, every s1-th up to where they fall to `COARSE_SHARE` / s2^2, every s2-th beyond (s1 =
+    `COARSE_LEVEL`, s2 = s1^2, both within `COARSE_MESH`; the ends found on a geometric ladder, rounded outwards);
+    ((), 1) where no coarser step fits `COARSE_MESH` or the fine region is a quarter of the grid or more. Any grid is
+    sound (`discretise`); this one only decides where the mesh may be coarser."""
+    steps = [s for s in (COARSE_LEVEL, COARSE_LEVEL ** 2) if s * h <= COARSE_MESH]
+    if not steps:
+        return (), 1
+    ladder = np.geomspace(h, max(abs(lower_end), abs(upper_end), 2 * h), 200)
+    with np.errstate(over="ignore", invalid="ignore"):
+        above = np.asarray(loss.sf(ladder), dtype=float)
+        below = np.asarray(loss.cdf(-ladder), dtype=float)
+
+    def reach(tail: np.ndarray, mass: float) -> float:
+        # the ladder point just beyond the last one whose tail exceeds ``mass`` (monotone in exact arithmetic)
+        heavy = np.flatnonzero(~(tail <= mass))
+        return float(ladder[min(int(heavy[-1]) + 1, ladder.size - 1)]) if heavy.size else float(ladder[0])
+
+    regions = []
+    for inner, outer in zip([1] + steps[:-1], steps):
+        mass = COARSE_SHARE / outer ** 2
+        regions.append((-reach(below, mass), reach(above, mass), inner))
+    lo, hi, _ = regions[0]
+    if hi - lo >= 0.25 * (upper_end - lower_end):
+        return (), 1
+    return tuple(regions), steps[-1]
 
 
 def _edge_aligned(h: float, components, finest: float, finest_if_collapsed: float) -> float:
@@ -213,7 +253,8 @@ class PLDAccountant:
                                          f"{cells:.3g} grid points (> max_points={self.max_points})")
             require_memory("PLD", f"one {type(loss).__name__} step on {int(cells)} points", 8.0 * cells * 24,
                            self.max_memory)
-            law = discretise(loss, h, lower_end, upper_end, optimistic=optimistic)
+            regions, stride = coarse_regions(loss, h, lower_end, upper_end)
+            law = discretise(loss, h, lower_end, upper_end, optimistic=optimistic, regions=regions, stride=stride)
             optimistic = optimistic and law.lower.size > 0  # a part with no lower law: the lower end is 0
             ups.append((law.upper, law.i0, k))
             lows.append((law.lower if optimistic else law.upper, law.i0, k))

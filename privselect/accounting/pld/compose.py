@@ -80,10 +80,11 @@ def log_mgf(masses: np.ndarray, i0: int, h: float, orders: np.ndarray) -> np.nda
 
 
 def part_log_mgfs(parts: Sequence[tuple[np.ndarray, int, int]], h: float) -> tuple[np.ndarray, np.ndarray]:
-    """sum over parts of count x log-MGF at +ORDERS and at -ORDERS."""
-    up = sum(k * log_mgf(m, i0, h, ORDERS) for m, i0, k in parts)
-    down = sum(k * log_mgf(m, i0, h, -ORDERS) for m, i0, k in parts)
-    return np.asarray(up, dtype=float), np.asarray(down, dtype=float)
+    """sum over parts of count x log-MGF at +ORDERS and at -ORDERS (one `log_mgf` pass per part)."""
+    both = np.concatenate([ORDERS, -ORDERS])
+    total = sum(k * log_mgf(m, i0, h, both) for m, i0, k in parts)
+    total = np.asarray(total, dtype=float)
+    return total[:ORDERS.size], total[ORDERS.size:]
 
 
 def window(mgfs: tuple[np.ndarray, np.ndarray], eta: float) -> tuple[float, float]:

@@ -31,6 +31,7 @@ relative error of at most `SF_REL_ERROR` added (upper) or subtracted (lower).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,16 +99,43 @@ def loss_variance(loss: PrivacyLoss, lower_end: float, upper_end: float) -> floa
     return second - first * first
 
 
-def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float,
-               optimistic: bool = True) -> Discretised:
-    """Connect-the-dots laws of ``loss`` on the grid h Z between ``lower_end`` and ``upper_end`` (module docstring);
-    the optimistic one from the tangent lines of ``loss.optimistic_loss()`` (none where it is None)."""
+def grid_indices(h: float, lower_end: float, upper_end: float, regions: Sequence[tuple[float, float, int]] = (),
+                 stride: int = 1) -> np.ndarray:
+    """The integers i of the grid points i h covering [``lower_end``, ``upper_end``]: the two ends, the multiples of
+    ``stride`` between them, and within each region (lo, hi, step) of ``regions`` the multiples of its step (every
+    point where ``stride`` is 1)."""
     i0 = int(math.floor(lower_end / h))
     i1 = max(int(math.ceil(upper_end / h)), i0 + 2)
-    grid = np.arange(i0, i1 + 1) * h
+    if stride <= 1:
+        return np.arange(i0, i1 + 1, dtype=np.int64)
+    keep = np.zeros(i1 - i0 + 1, dtype=bool)  # by point, relative to i0
+    keep[[0, -1]] = True
+    keep[(-i0) % stride::stride] = True
+    for lo, hi, step in regions:
+        a, b = max(int(math.floor(lo / h)), i0), min(int(math.ceil(hi / h)), i1)
+        if a <= b:
+            keep[a - i0 + (-a) % step:b - i0 + 1:step] = True
+    return i0 + np.flatnonzero(keep)
+
+
+def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float, optimistic: bool = True,
+               regions: Sequence[tuple[float, float, int]] = (), stride: int = 1) -> Discretised:
+    """Connect-the-dots laws of ``loss`` on the grid h Z between ``lower_end`` and ``upper_end`` (module docstring);
+    the optimistic one from the tangent lines of ``loss.optimistic_loss()`` (none where it is None).
+
+    With ``stride`` > 1 the laws are built on the points of `grid_indices`: every ``stride``-th point of h Z, and
+    within each of ``regions`` every step-th (the masses returned on all of h Z, 0 at the points skipped). Both
+    constructions hold on any increasing grid (DGKKM22, Thm 3.5: chords of a convex curve through points above
+    it lie above it; the tangent lines below it, whatever the segments), so the laws bound the loss as on the
+    full grid; the coarser segments only add their second-order error (where the steps' mass outside ``fine`` is
+    small, little of it)."""
+    index = grid_indices(h, lower_end, upper_end, regions, stride)
+    i0 = int(index[0])
+    grid = index * h
     _, up, sf_p, sf_q = grid_delta(loss, grid)
     x = np.exp(grid)
-    dx = x[:-1] * math.expm1(h)  # x_i - x_{i-1} without cancellation
+    steps = np.diff(index) * h
+    dx = x[:-1] * np.expm1(steps)  # x_i - x_{i-1} without cancellation
     # pessimistic: slopes s_i on (x_{i-1}, x_i], made non-decreasing from the right (values only rise)
     slopes = np.diff(up) / dx
     slopes = np.minimum.accumulate(np.minimum(slopes, 0.0)[::-1])[::-1]
@@ -120,14 +148,23 @@ def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float,
     upper_inf = float(up[-1])
     lower_loss = loss.optimistic_loss() if optimistic else None
     if lower_loss is None:
-        return Discretised(i0, upper, upper_inf, np.zeros(0), 0.0)
+        return Discretised(i0, _spread(upper, index), upper_inf, np.zeros(0), 0.0)
     if lower_loss is not loss:
         _, _, sf_p, sf_q = grid_delta(lower_loss, grid)
-    lower, excess = _tangent_law(lower_loss, grid, x, dx, sf_p, sf_q)
-    return Discretised(i0, upper, upper_inf, lower, 0.0, excess)
+    lower, excess = _tangent_law(lower_loss, grid, x, dx, steps, sf_p, sf_q)
+    return Discretised(i0, _spread(upper, index), upper_inf, _spread(lower, index), 0.0, excess)
 
 
-def _tangent_values(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, sf_p: np.ndarray,
+def _spread(masses: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The masses at the grid points ``index`` h, on every point of h Z from the first to the last (0 between)."""
+    if index.size == int(index[-1] - index[0]) + 1:
+        return masses
+    out = np.zeros(int(index[-1] - index[0]) + 1)
+    out[index - index[0]] = masses
+    return out
+
+
+def _tangent_values(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, steps: np.ndarray, sf_p: np.ndarray,
                     sf_q: np.ndarray) -> np.ndarray:
     """Values v_i <= delta(x_i) such that the chord of every segment lies below a line that lies below delta.
 
@@ -136,8 +173,7 @@ def _tangent_values(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, sf_p: np
     that is >= r at x_{i-1} (no mass is lost to -inf) and >= 0 at x_i (the values stay >= 0): t at the half-grid
     point, t at l_{i-1} (always >= r at x_{i-1}), r; else the first that is >= 0 at x_i: t at l_i, the zero line.
     Then v_i = min(line_i(x_i), line_{i+1}(x_i)) puts both ends of each chord below that segment's line."""
-    h = float(grid[1] - grid[0])
-    p_mid, q_mid = tails(loss, grid[:-1] + 0.5 * h, "lower")
+    p_mid, q_mid = tails(loss, grid[:-1] + 0.5 * steps, "lower")
     inf = float(loss.inf_mass)
     finite = 1.0 - float(loss.secondary_neg_inf_mass)
 
@@ -171,8 +207,8 @@ def _tangent_values(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, sf_p: np
     return values
 
 
-def _tangent_law(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, dx: np.ndarray, sf_p: np.ndarray,
-                 sf_q: np.ndarray) -> tuple[np.ndarray, float]:
+def _tangent_law(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, dx: np.ndarray, steps: np.ndarray,
+                 sf_p: np.ndarray, sf_q: np.ndarray) -> tuple[np.ndarray, float]:
     """The optimistic law: masses of the greatest convex minorant of (0, 1), (x_i, v_i) (`_tangent_values`),
     its slopes the weighted isotonic regression of the chords' slopes (pool adjacent violators), and the
     relative excess of its curve over the values (rounding), checked at every grid point in long double.
@@ -182,7 +218,7 @@ def _tangent_law(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, dx: np.ndar
     follow r(x) up to the first mass, its slope at 0 is -Q(L finite): no mass is lost to -inf, so composing
     it does not drift (the old lowered chords lost ~1e-6 of mass per step of a subsampled Gaussian at
     q = 1e-4, i.e. all but e^{-1} of the composed mass at 1e6 steps)."""
-    values = _tangent_values(loss, grid, x, sf_p, sf_q)
+    values = _tangent_values(loss, grid, x, steps, sf_p, sf_q)
     ys = np.concatenate([[1.0], values])
     widths = np.concatenate([[x[0]], dx])
     chords = np.diff(ys) / widths

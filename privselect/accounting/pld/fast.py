@@ -11,7 +11,8 @@ frequencies), each law is centred at its mode c and P_j e^{i theta_j c} = M + D_
 
 the first sum direct in long double (terms with relative error <= 20 u: sines from `_half_turn_sines`, summed
 with error <= (W - 1) u sum |t|, Higham 2002, Sec. 4.2; the angles reduced exactly in integers), the far part
-(mass M_far) by its own long-double FFT (error `far_error` x M_far, 2^11 times below a float64 FFT's), and M = sum p
+(mass M_far) by its own long-double FFT (error `far_error` x M_far, 2^11 times below a float64 FFT's; on n / s points
+where it lies on every s-th point but for a few, those summed directly: `strided_far_part`), and M = sum p
 to long-double precision (`_exact_sum`). Then log P_j = log M + log1p(D_j / M) - i theta_j c,
 whose error |dD| / (M |1 + D/M| - |dD|) is *relative* and small, so k |d log P| stays small where |P|^k is not:
 the composed entry's error is (sum_i k_i |d log P_i|) e^{sum_i k_i |d log P_i|} |X^| plus its rounding. The output
@@ -90,6 +91,72 @@ def far_part(masses: np.ndarray, lo: int, hi: int, centre: int, freqs: np.ndarra
     spectrum = scipy.fft.rfft(far, n)[freqs]
     rot = np.exp(1j * (_TWO_PI * ((freqs.astype(np.int64) * centre) % n).astype(np.longdouble) / n))
     return spectrum * rot - far_mass, float(far_mass)
+
+
+#: Largest number of long-double terms (frequencies x points) of a strided far part's direct sums (`strided_far_part`).
+STRIDED_DIRECT_BUDGET = 2e6
+#: Strides tried by `strided_far_part`, largest first.
+_STRIDES = (64, 32, 16, 8, 4, 2)
+
+
+def strided_far_part(masses: np.ndarray, lo: int, hi: int, centre: int, freqs: np.ndarray,
+                     n: int) -> tuple[np.ndarray, float, np.ndarray] | None:
+    """(e^{i theta_j c} F_j[far] - M_far at each of ``freqs``, M_far, a bound on its error at each) as `far_part`,
+    where the far masses (outside [lo, hi)) lie on one residue class r modulo a stride s dividing n but for a few
+    (at most `STRIDED_DIRECT_BUDGET` / len(freqs); the laws of `discretise` with a coarse region); else None.
+
+    The points l = r + s t contribute e^{-i theta_j r} G_{j mod n/s}, G the long-double FFT of their masses on n/s
+    points (fewer radix stages than on n: within `far_error` (n) of their mass, as `far_part`), rotated by
+    theta_j (c - r), the angle reduced exactly in integers. The others contribute
+    sum_l p_l (e^{-i theta_j (l - c)} - 1) = sum_l -2 p_l sin^2(theta_j d_l / 2) - i p_l sin(theta_j d_l), d_l = l - c,
+    in long double from `_half_turn_sines` (each term within 20 u, their sum within (W - 1) u sum |t|, Higham 2002,
+    Sec. 4.2: the bound of `_accurate`'s direct sums, (W + 24) u sum |t|); the two parts' sum one more ulp."""
+    far = np.asarray(masses, dtype=float)
+    nz = np.flatnonzero(far)
+    nz = nz[(nz < lo) | (nz >= hi)]
+    if not nz.size:
+        return np.zeros(freqs.size, dtype=np.clongdouble), 0.0, np.zeros(freqs.size)
+    for stride in _STRIDES:
+        if n % stride or stride * 4 > n:
+            continue
+        counts = np.bincount(nz % stride, minlength=stride)
+        r = int(np.argmax(counts))
+        if (nz.size - int(counts[r])) * freqs.size <= STRIDED_DIRECT_BUDGET:
+            break
+    else:
+        return None
+    on, off = nz[nz % stride == r], nz[nz % stride != r]
+    m = n // stride
+    j = freqs.astype(np.int64)
+    coarse = np.zeros(m, dtype=np.longdouble)
+    coarse[(on - r) // stride] = far[on]
+    on_mass = np.sum(coarse)
+    spectrum = scipy.fft.rfft(coarse, m)
+    jj = j % m
+    mirrored = jj > m // 2
+    g = np.where(mirrored, np.conj(spectrum[np.where(mirrored, m - jj, 0)]), spectrum[np.where(mirrored, 0, jj)])
+    rot = np.exp(1j * (_TWO_PI * ((j * (centre - r)) % n).astype(np.longdouble) / n))
+    value = g * rot - on_mass
+    error = np.full(freqs.size, far_error(n) * float(on_mass))
+    if off.size:
+        table = _half_turn_sines(n)
+        turns = (j[:, None] * (off - centre)[None, :]) % n
+        turns = np.where(turns > n // 2, turns - n, turns)
+        size = np.abs(turns)
+        weight = far[off].astype(np.longdouble)[None, :]
+        re_t = table[size]
+        np.multiply(re_t, re_t, out=re_t)
+        np.multiply(re_t, -2 * weight, out=re_t)  # -2 p sin^2(theta d / 2) <= 0
+        im_t = table[2 * size]
+        np.negative(im_t, out=im_t, where=turns < 0)
+        np.multiply(im_t, -weight, out=im_t)  # -p sin(theta d)
+        re_sum = np.sum(re_t, axis=1)
+        value = value + (re_sum + 1j * np.sum(im_t, axis=1))
+        # sum |re_t| = -sum re_t (terms of one sign), within (W - 1) u of its computed value
+        magnitude = -re_sum.astype(float) * (1 + 2 * off.size * LONG_UNIT) + np.sum(np.abs(im_t), axis=1).astype(float)
+        error += (off.size + 24) * LONG_UNIT * magnitude
+    error = (error + LONG_UNIT * (2 * float(on_mass) + np.abs(value).astype(float))) * (1 + 1e-12)
+    return value, float(np.sum(far[nz].astype(np.longdouble))), error
 
 
 def _window(masses: np.ndarray, centre: int, target: float, widest: int) -> int:
@@ -210,8 +277,13 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict, preci
         target = (PRECISE_FAR_TARGET if precise else FAR_TARGET) / max(k * e_far, 1e-300)
         half = _window(masses, centre, target, widest)
         lo, hi = max(centre - half, 0), min(centre + half + 1, masses.size)
-        far_term, far_mass = far_part(masses, lo, hi, centre, j, n)
-        high, low = _exact_sum(masses)
+        strided = strided_far_part(masses, lo, hi, centre, j, n)
+        if strided is None:
+            far_term, far_mass = far_part(masses, lo, hi, centre, j, n)
+            far_err: float | np.ndarray = e_far * far_mass * (1 + 1e-12)
+        else:
+            far_term, far_mass, far_err = strided
+        high, low = _exact_sum(masses[masses != 0])  # the zeros of a coarse region add nothing
         total = np.longdouble(high) + low
         log_total = np.log(np.longdouble(high)) + np.log1p(low / np.longdouble(high))  # relative to its value
         # near part, direct, the offsets +m and -m paired: sum_m -2 (p_+m + p_-m) sin^2(theta m / 2)
@@ -227,7 +299,7 @@ def _accurate(parts, freqs: np.ndarray, n: int, e_step: float, trig: dict, preci
         d_err = (size + 24) * LONG_UNIT * np.sum(np.abs(re_t) + np.abs(im_t), axis=1).astype(float)
         if far_mass > 0:
             d = d + far_term
-            d_err += e_far * far_mass * (1 + 1e-12)
+            d_err += far_err
         d = d / total
         d_err = d_err / float(total) * (1 + 1e-12)
         denominator = np.abs(1 + d).astype(float) - d_err

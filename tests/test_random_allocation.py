@@ -309,3 +309,23 @@ def test_term_contraction_lies_below_the_lognormal_term_in_both_convex_orders(si
     # the mean E Y = 1 is kept but for a second-order gap, next to 0 as well (a head cell cut from 0: cell [0, g/2]
     # moved to 0 would lose a first-order 2e-3 at sigma 0.8 on a mesh of 1/8)
     assert 1 - float(np.sum(down * y)) <= 1e-3 * g * g
+
+
+@pytest.mark.parametrize("sigma, steps, epochs", [(2.0, 3, 1), (1.1, 100, 3)])
+def test_bracket_is_the_intersection_of_every_end_even_where_the_gaussian_bracket_answers(sigma, steps, epochs):
+    # the intersected curve asks the Gaussian bracket only where it could win: the answer is still the smallest
+    # upper end and the largest lower end of all curves, for scalars and arrays, and below the tight end's floor
+    # (delta 1e-16, 1e-20: the tight end is infinite there) the Gaussian bracket answers
+    profile = ps.privacy_profile(ps.Gaussian(sigma).random_allocation(steps=steps).compose(epochs),
+                                 accountant="allocation")
+    for curve in profile.curves:
+        for delta in (1e-5, np.array(1e-7), np.array([1e-3, 1e-8, 1e-16, 1e-20])):
+            low, up = curve.epsilon_bounds(delta)
+            every_up = np.min([c.epsilon_upper(delta) for c in curve.curves], axis=0)
+            dominated = curve.lower.curve(curve.index)  # the dominated laws' end (built on this first lower query)
+            every_low = np.max([c.epsilon_bounds(delta)[0] for c in curve.curves + (dominated,)], axis=0)
+            assert np.shape(up) == np.shape(every_up) and np.shape(low) == np.shape(every_low)
+            assert np.array_equal(up, every_up) and np.array_equal(low, every_low)
+        gaussian = curve.curves[-1].epsilon_upper(np.array([1e-16, 1e-20]))
+        assert np.all(np.isfinite(gaussian))
+        assert np.array_equal(curve.epsilon_upper(np.array([1e-16, 1e-20])), gaussian)

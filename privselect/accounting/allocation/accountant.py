@@ -127,11 +127,33 @@ class IntersectedCurve(DirectionalCurve):
         return np.min([c.delta_upper(eps) for c in self.curves], axis=0)
 
     def epsilon_bounds(self, delta):
-        lows = [c.epsilon_bounds(delta)[0] for c in self._lower_curves()]
-        return np.max(lows, axis=0), self.epsilon_upper(delta)
+        # the dominated laws' curve (where built) first: the tightest lower end; another curve is asked only where
+        # its lower delta at the largest lower eps so far is above delta (elsewhere its lower eps is no larger)
+        curves = self._lower_curves()[::-1]
+        return _tightest(curves, delta, lambda c, d: c.epsilon_bounds(d)[0], lambda c, e: c.delta_bounds(e)[0],
+                         np.maximum, lambda value, target: value <= target), self.epsilon_upper(delta)
 
     def epsilon_upper(self, delta):
-        return np.min([c.epsilon_upper(delta) for c in self.curves], axis=0)
+        # another curve is asked only where its upper delta at the smallest eps so far is below delta (elsewhere
+        # its upper eps is no smaller): the Gaussian bracket's inversion is skipped where the tight end answers
+        return _tightest(self.curves, delta, lambda c, d: c.epsilon_upper(d), lambda c, e: c.delta_upper(e),
+                         np.minimum, lambda value, target: value >= target)
+
+
+def _tightest(curves, delta, eps_of, delta_of, better, beaten) -> np.ndarray:
+    """``better`` (np.maximum or np.minimum) over ``curves`` of ``eps_of(curve, delta)``, each curve after the first
+    asked only at the deltas where ``beaten(delta_of(curve, eps so far), delta)`` does not already show that its
+    eps cannot improve on the one so far (delta is monotone in eps: the result equals the full maximum/minimum)."""
+    shape = np.shape(delta)
+    target = np.atleast_1d(np.asarray(delta, dtype=float)).ravel()
+    best = np.array(np.atleast_1d(eps_of(curves[0], target)), dtype=float).ravel()
+    for curve in curves[1:]:
+        open_ = ~np.isfinite(best)
+        with np.errstate(invalid="ignore"):
+            open_ |= ~beaten(np.atleast_1d(delta_of(curve, np.where(open_, 0.0, best))).ravel(), target)
+        if np.any(open_):
+            best[open_] = better(best[open_], np.atleast_1d(eps_of(curve, target[open_])).ravel())
+    return best.reshape(shape)
 
 
 def _checked_parts(mechanism: Mechanism) -> list[tuple[Mechanism, int]]:

@@ -116,6 +116,9 @@ def strided_far_part(masses: np.ndarray, lo: int, hi: int, centre: int, freqs: n
     nz = nz[(nz < lo) | (nz >= hi)]
     if not nz.size:
         return np.zeros(freqs.size, dtype=np.clongdouble), 0.0, np.zeros(freqs.size)
+    # one residue class mod 2 or more holds at most half the span (rounded up): a dense far part is decided here
+    if (nz.size - (int(nz[-1] - nz[0]) + 2) // 2) * freqs.size > STRIDED_DIRECT_BUDGET:
+        return None
     for stride in _STRIDES:
         if n % stride or stride * 4 > n:
             continue

@@ -95,6 +95,8 @@ def far_part(masses: np.ndarray, lo: int, hi: int, centre: int, freqs: np.ndarra
 
 #: Largest number of long-double terms (frequencies x points) of a strided far part's direct sums (`strided_far_part`).
 STRIDED_DIRECT_BUDGET = 2e6
+#: Terms (frequencies x points) of `strided_far_part`'s direct sums held at a time.
+_DIRECT_CHUNK = 1 << 16
 #: Strides tried by `strided_far_part`, largest first.
 _STRIDES = (64, 32, 16, 8, 4, 2)
 
@@ -143,20 +145,30 @@ def strided_far_part(masses: np.ndarray, lo: int, hi: int, centre: int, freqs: n
     error = np.full(freqs.size, far_error(n) * float(on_mass))
     if off.size:
         table = _half_turn_sines(n)
-        turns = (j[:, None] * (off - centre)[None, :]) % n
-        turns = np.where(turns > n // 2, turns - n, turns)
-        size = np.abs(turns)
-        weight = far[off].astype(np.longdouble)[None, :]
-        re_t = table[size]
-        np.multiply(re_t, re_t, out=re_t)
-        np.multiply(re_t, -2 * weight, out=re_t)  # -2 p sin^2(theta d / 2) <= 0
-        im_t = table[2 * size]
-        np.negative(im_t, out=im_t, where=turns < 0)
-        np.multiply(im_t, -weight, out=im_t)  # -p sin(theta d)
-        re_sum = np.sum(re_t, axis=1)
-        value = value + (re_sum + 1j * np.sum(im_t, axis=1))
-        # sum |re_t| = -sum re_t (terms of one sign), within (W - 1) u of its computed value
-        magnitude = -re_sum.astype(float) * (1 + 2 * off.size * LONG_UNIT) + np.sum(np.abs(im_t), axis=1).astype(float)
+        re_sum = np.zeros(freqs.size, dtype=np.longdouble)
+        im_sum = np.zeros(freqs.size, dtype=np.longdouble)
+        im_abs = np.zeros(freqs.size, dtype=np.longdouble)
+        width = max(1, _DIRECT_CHUNK // freqs.size)  # columns at a time: a few MB, whatever the budget
+        for start in range(0, off.size, width):
+            cols = off[start:start + width]
+            turns = (j[:, None] * (cols - centre)[None, :]) % n
+            turns = np.where(turns > n // 2, turns - n, turns)
+            size = np.abs(turns)
+            weight = far[cols].astype(np.longdouble)[None, :]
+            re_t = table[size]
+            np.multiply(re_t, re_t, out=re_t)
+            np.multiply(re_t, -2 * weight, out=re_t)  # -2 p sin^2(theta d / 2) <= 0
+            im_t = table[2 * size]
+            np.negative(im_t, out=im_t, where=turns < 0)
+            np.multiply(im_t, -weight, out=im_t)  # -p sin(theta d)
+            re_sum += np.sum(re_t, axis=1)
+            im_sum += np.sum(im_t, axis=1)
+            im_abs += np.sum(np.abs(im_t), axis=1)
+        value = value + (re_sum + 1j * im_sum)
+        # each sum over the W = off.size terms in any order (by chunks): within (W - 1) u sum |t| (Higham 2002,
+        # Sec. 4.2); sum |re_t| = -sum re_t (terms of one sign), within (W - 1) u of its computed value
+        magnitude = -re_sum.astype(float) * (1 + 2 * off.size * LONG_UNIT) + im_abs.astype(float) * (
+            1 + 2 * off.size * LONG_UNIT)
         error += (off.size + 24) * LONG_UNIT * magnitude
     error = (error + LONG_UNIT * (2 * float(on_mass) + np.abs(value).astype(float))) * (1 + 1e-12)
     return value, float(np.sum(far[nz].astype(np.longdouble))), error

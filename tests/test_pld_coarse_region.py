@@ -44,9 +44,13 @@ def test_laws_on_a_coarse_region_bracket_the_true_curve_at_and_between_grid_poin
     assert abs(law.lower.sum() - 1.0) < 1e-12
 
 
-def test_strided_far_part_is_within_its_error_bound_of_the_exact_dft():
+@pytest.mark.parametrize("chunk", [1 << 16, 7])  # 7: one column of direct sums at a time, summed across chunks
+def test_strided_far_part_is_within_its_error_bound_of_the_exact_dft(chunk, monkeypatch):
     mp = pytest.importorskip("mpmath")
+    from privselect.accounting.pld import fast
     from privselect.accounting.pld.fast import strided_far_part
+
+    monkeypatch.setattr(fast, "_DIRECT_CHUNK", chunk)
 
     mp.mp.dps = 40
     loss = composed_losses(ps.Gaussian(0.8).poisson_subsample(1e-2))[0][0].remove

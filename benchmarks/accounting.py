@@ -74,6 +74,23 @@ went from 0.17-1.25 s to 0.10-0.69 s (load ~3), their upper ends within 4e-6. Th
 sums and suffix sums are what is left; at T 1e6, q 1e-6 the add direction's optimistic law (nearly one atom: its
 spectrum never decays) also falls back to the long-double FFT on 0.84M points (~40% of that cell).
 
+Next round (issue 41): that law (1 - 8.7e-14 on one point, the rest on 9) is composed by its binomial expansion,
+truncated where the dropped mass is below 1e-20 (``pld.sparse``: 4 ms, l1 bound 7e-19; the long-double FFT took
+0.28 s and charged 1e-8), a law's direct window is sized by slice sums (no cumulative sum of the whole law), and the
+optimistic curve's suffix sums reuse the pessimistic one's e^{-l}. CPU seconds, medians of 6 (two rounds of 3, cold
+build plus one query after ``warm_up``), the two versions run back to back in one session under load ~5-6 (the
+machine ran faster than in the round above: the same code measured 1.35 s where that table reads 2.04); every
+bracket identical to 10 digits, e.g. [0.05606591498, 0.05618659449] and [0.1019079229, 0.1020722485] at delta 1e-10:
+
+    T    q     delta  before s  after s      T    q     delta  before s  after s
+    1e5  1e-6  1e-8   1.31      1.30         1e6  1e-6  1e-8   1.16      0.98
+    1e5  1e-6  1e-10  1.35      1.26         1e6  1e-6  1e-10  1.19      0.90
+    1e5  1e-5  1e-8   1.01      0.93         1e6  1e-5  1e-8   0.85      0.86
+    1e5  1e-5  1e-10  1.02      0.93         1e6  1e-5  1e-10  0.86      0.87
+
+The sigma 1 cells are unchanged (0.11-0.50 s; at q 1e-6, alternating the two versions four times, medians within
+0.015 s of each other); peak traced memory 2-7% lower.
+
     python -m benchmarks.accounting --scale [--scale-steps 1e5,1e6] [--scale-rates 1e-4] [--scale-noises 0.8]
     python -m benchmarks.accounting --few-sampled
 """

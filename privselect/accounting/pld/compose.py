@@ -13,7 +13,9 @@ that error is small (`LONG_FIRST_ERROR`), else by `fast.compose_fast` (float64 F
 powering amplifies the FFT's error k-fold, recomputed in long double relative to each law's mode, so the error
 term no longer grows like k u) wherever its direct sums fit their budget, else again by the long-double FFT.
 Asked for long double (few-step laws on large windows), a many-fold sum takes that path's precise variant (far
-parts and the inverse in long double). Each gives a proven l1 bound ``fp``.
+parts and the inverse in long double). Laws of a few points that are nearly one atom (whose spectra never decay, so
+the float64 path declines them) are first offered to `sparse.compose_sparse`, their truncated binomial expansions.
+Each gives a proven l1 bound ``fp``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import scipy.fft
 
 from ..budget import require_memory
 from .fast import compose_fast
+from .sparse import compose_sparse
 
 #: Per radix stage relative error of a pocketfft butterfly, in units of the unit roundoff (as the PRV member).
 FFT_STAGE_ULPS = 10.0
@@ -132,10 +135,11 @@ def compose(parts: Sequence[tuple[np.ndarray, int, int]], infs: Sequence[float],
     shift = j_a - offset  # output index j holds the loss (offset + shift + j) h after rolling
     k_total = sum(k for _, _, k in parts)
     long_error = FFT_STAGE_ULPS * LONG_UNIT * math.log2(n) * k_total
-    if long_double:  # the precise path where the long-double FFT's k-fold error would dominate its bound
+    fast = compose_sparse(parts, n)  # laws of a few points, nearly one atom: their binomial expansions
+    if fast is None and long_double:  # the precise path where the long-double FFT's k-fold error would dominate
         fast = compose_fast(parts, n, trig, precise=True) if long_error > PRECISE_FIRST_ERROR else None
-    else:
-        fast = None if long_error <= LONG_FIRST_ERROR else compose_fast(parts, n, trig)
+    elif fast is None and long_error > LONG_FIRST_ERROR:
+        fast = compose_fast(parts, n, trig)
     pmf, fp = fast if fast is not None else _compose_long(parts, n)
     pmf = np.roll(pmf, -(shift % n))
     negative = float(-np.sum(pmf[pmf < 0]))

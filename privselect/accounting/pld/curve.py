@@ -14,21 +14,26 @@ class _Sums:
     S1 = sum c_j e^{-l_j} (float64, or long double where e^{-l} could overflow); the rounding bound is 2 (n + 8) u (S0 + e^eps S1) (summation
     error of the cumulative sums, the product and the difference; Higham 2002, Sec. 4.2)."""
 
-    def __init__(self, law: Composed, h: float, shift: float) -> None:
+    loc: np.ndarray
+    decay: np.ndarray
+
+    def __init__(self, law: Composed, h: float, shift: float, like: _Sums | None = None) -> None:
+        """``like``: a law's sums on the same grid (the other law of the curve), whose e^{-l} are reused."""
         self.h, self.j0, self.n = h, law.j0, law.pmf.size
-        self.loc = (law.j0 + np.arange(self.n)) * h
+        shared = like if like is not None and (like.h, like.j0, like.n) == (h, law.j0, self.n) else None
+        self.loc = shared.loc if shared is not None else (law.j0 + np.arange(self.n)) * h
         # float64 where e^{-l} stays far from overflow (its rounding bound, relative to S0 + e^eps S1, is then
         # ~1e-10 at 1e6 points), long double otherwise
         dtype = float if -600 < self.loc[0] and self.loc[-1] < 600 else np.longdouble
         unit = 2.0 ** -53 if dtype is float else LONG_UNIT
-        loc = self.loc.astype(dtype)
+        self.decay = shared.decay if shared is not None else np.exp(-self.loc.astype(dtype))  # e^{-l}
         #: bound on |true location - loc| (the steps' double grid points, summed): moves each weight by at most
         #: shift e^{eps - l} (1 + 2 shift), so the value by at most that times e^eps S1
         self.shift = shift * (1 + 2 * shift)
         c = law.pmf.astype(dtype)
         zero = np.zeros(1, dtype=dtype)
         self.s0 = np.concatenate([np.cumsum(c[::-1])[::-1], zero])
-        self.s1 = np.concatenate([np.cumsum((c * np.exp(-loc))[::-1])[::-1], zero])
+        self.s1 = np.concatenate([np.cumsum((c * self.decay)[::-1])[::-1], zero])
         self.rounding = 2.0 * (self.n + 8) * unit * (1 + 1e-9)
 
     def evaluate(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -90,7 +95,8 @@ class PLDCurve(DirectionalCurve):
         #: the composed optimistic law's curve is at most this times the true one (its steps' checked rounding,
         #: composed: Zhu, Dong, Wang 2022, Lemma 7 applied step by step)
         self.lower_factor = lower_factor
-        self._up, self._low = _Sums(upper, h, shift), _Sums(lower, h, shift)
+        self._up = _Sums(upper, h, shift)
+        self._low = _Sums(lower, h, shift, like=self._up)
         self._upper, self._lower = upper, lower
         self.upper_extra = upper.inf_mass + upper.above + upper.fp
         self.lower_less = lower.above + lower.below + lower.fp

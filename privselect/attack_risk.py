@@ -290,13 +290,20 @@ def _coarse_scan(profile: PrivacyProfile, a: np.ndarray) -> tuple[np.ndarray, li
     """Both branches on the grid 0, 1/16, 2/16, ... in chunks, stopping once no larger eps can win: branch 0 is
     at least e^eps alpha and branch 1 at least 1 - e^-eps, both increasing in eps, so once min(e^eps alpha,
     1 - e^-eps) exceeds the best value found for every alpha the rest of the grid is useless (and its tiny
-    deltas are the costly ones to certify)."""
+    deltas are the costly ones to certify). Each chunk is cut where that floor passes the best value so far
+    (a suffix: the floor is non-decreasing): the points cut could not lower any alpha's minimum."""
     grids: list[np.ndarray] = []
     values: list[list[np.ndarray]] = [[], []]
     best = np.full(a.size, np.inf)
     start, chunk = 0.0, 32
     while True:
         eps = start + _COARSE_STEP * np.arange(chunk)
+        with np.errstate(over="ignore"):
+            useless = np.all(np.minimum(np.exp(eps)[None, :] * a[:, None], -np.expm1(-eps)[None, :]) >= best[:, None],
+                             axis=0)
+        eps = eps[~useless]
+        if not eps.size:
+            break
         d = np.asarray(profile.delta(eps), dtype=float)
         for b in (0, 1):
             v = _branch(b, eps[None, :], d[None, :], a[:, None])
@@ -308,7 +315,9 @@ def _coarse_scan(profile: PrivacyProfile, a: np.ndarray) -> tuple[np.ndarray, li
             floor = np.minimum(np.exp(last) * a, -np.expm1(-last))
         if np.all(floor >= best) or last > 745.0:
             break
-        start, chunk = last + _COARSE_STEP, min(2 * chunk, 1024)
+        # chunks of 32 up to eps = 6 (where the optima of the quoted FPRs lie: the cut above then stops the scan
+        # within a chunk of them), doubling beyond (few calls for a profile whose optima lie far out)
+        start, chunk = last + _COARSE_STEP, 32 if last < 6.0 else min(2 * chunk, 1024)
     return np.concatenate(grids), [np.concatenate(v, axis=1) for v in values]
 
 

@@ -115,7 +115,7 @@ class Risk:
     def _needed(self, floor: Callable[[DeferredProfile], Any], current: Any) -> PrivacyProfile | None:
         """The deferred profile where it is built or may lower ``current`` (its ``floor`` is not >= it), else None."""
         d = self.deferred
-        if d is None or (not d.is_built and bool(np.all(floor(d) >= current))):
+        if d is None or (not d.will_build and bool(np.all(floor(d) >= current))):
             return None
         return d.build()
 
@@ -385,10 +385,33 @@ class DeferredProfile:
         self._lower: np.ndarray | None = None
         self._lock = threading.Lock()
         self._prefetch: threading.Thread | None = None
+        self._building: threading.Thread | None = None
 
     @property
     def is_built(self) -> bool:
         return self._built is not None
+
+    @property
+    def will_build(self) -> bool:
+        """Built, or being built in the background (``prefetch``): its floor is then never needed."""
+        return self._built is not None or self._building is not None
+
+    def prefetch(self) -> None:
+        """Start ``build()`` in a background thread, once, for a caller that needs the profile anyway (a report):
+        the other profiles' searches run meanwhile. ``build()`` holds the lock while it computes, so a later read
+        waits for that very build (the same profile, whatever the timing); where the background build raises, the
+        next ``build()`` runs it again in the caller (and raises there)."""
+        if self._building is not None or self._built is not None:
+            return
+
+        def attempt() -> None:
+            try:
+                self.build()
+            except Exception:  # noqa: BLE001 - re-raised by the caller's own build()
+                pass
+
+        self._building = threading.Thread(target=attempt, name="privselect-risk-build", daemon=True)
+        self._building.start()
 
     def build(self) -> PrivacyProfile | None:
         with self._lock:
@@ -401,7 +424,7 @@ class DeferredProfile:
         ``tpr`` query needs the floor after the other profiles' answers, and computes those meanwhile. ``lower()``
         holds the lock while it computes, so the query that reads the floor waits for that very computation (the
         same floor, whatever the timing)."""
-        if self._prefetch is not None or self._lower is not None or self._built is not None:
+        if self._prefetch is not None or self._lower is not None or self.will_build:
             return
         self._prefetch = threading.Thread(target=self.lower, name="privselect-risk-floor", daemon=True)
         self._prefetch.start()

@@ -178,9 +178,13 @@ class Report:
                              f"got {self.dataset_size!r}")
         if self.provenance is None:
             object.__setattr__(self, "provenance", Provenance.of(self.cert))
-        _ = self.tuning.profiles  # a report names and plots every profile: build a deferred one now (no floor first)
-        object.__setattr__(self, "numbers", _Numbers.of(self.tuning))
+        # a report names and plots every profile: a deferred one is built now (no floor first), in the background
+        # while the run's search and the tuning's selection profile use the CF accountant (the same numbers)
+        deferred = self.tuning.deferred
+        if deferred is not None:
+            deferred.prefetch()
         object.__setattr__(self, "run_numbers", None if self.run is None else _Numbers.of(self.run))
+        object.__setattr__(self, "numbers", _Numbers.of(self.tuning))  # waits for the build where it needs it
 
     @classmethod
     def of(cls, cert: Any, *, with_run: bool = True, dataset_size: int | None = None,

@@ -178,11 +178,8 @@ class Report:
                              f"got {self.dataset_size!r}")
         if self.provenance is None:
             object.__setattr__(self, "provenance", Provenance.of(self.cert))
-        # a report names and plots every profile: a deferred one is built now (no floor first), in the background
-        # while the run's search and the tuning's selection profile use the CF accountant (the same numbers)
-        deferred = self.tuning.deferred
-        if deferred is not None:
-            deferred.prefetch()
+        if self.tuning.deferred is not None:  # a report plots every profile: built now (no floor), in the background
+            self.tuning.deferred.prefetch()  # while the run's and the selection profile's searches run (same numbers)
         object.__setattr__(self, "run_numbers", None if self.run is None else _Numbers.of(self.run))
         object.__setattr__(self, "numbers", _Numbers.of(self.tuning))  # waits for the build where it needs it
 

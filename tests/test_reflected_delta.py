@@ -108,3 +108,15 @@ def test_selection_profile_below_its_shift_is_the_mean_times_the_reflected_base(
     assert np.all(got >= expected)
     np.testing.assert_allclose(got, expected, rtol=1e-11)
     assert all(np.all(e >= 0) for e in curve.asked)
+
+
+def test_reflected_delta_of_dp_sgd_lies_in_the_bracket_certified_directly_at_negative_eps():
+    """The CF accountant answers eps < 0 directly too: the reflection of its positive side (an independent
+    computation, other saddle points) must fall inside that bracket."""
+    profile = ps.privacy_profile(ps.Gaussian(noise_multiplier=1.0).poisson_subsample(0.01).compose(1000),
+                                 accountant="cf")
+    eps = -np.array([2.0, 1.0, 0.5, 0.1, 0.01])
+    lower, upper = profile.delta_bounds(eps)
+    got = reflected_delta(profile, eps)
+    assert np.all(got >= lower)
+    assert np.all(got <= upper * (1 + 1e-9))

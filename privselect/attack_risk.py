@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +37,7 @@ import numpy as np
 from . import _validation as check
 from .accounting import privacy_profile
 from .accounting.profile import ErrorBudget, PrivacyProfile
+from .deferred_profile import DeferredProfile
 from .errors import CertificationError
 from .mechanisms import Mechanism, NeighbouringRelation
 
@@ -56,10 +56,6 @@ _MIXTURE_TAIL = 1e-10
 #: eps accuracy (relative) of the coarse K-mixture whose LOWER bracket floors the K-mixture's answers (30x the
 #: K-mixture's own: a mesh about 30x coarser, well below the margin by which KRW's profile wins at small FPRs).
 _FLOOR_EPS_ERROR = 0.05
-#: The floor's eps grid (every eps >= 0 the conversion may try lies in one cell, or beyond the last point).
-_FLOOR_GRID = np.arange(0, 30 * 32 + 1) / 32.0
-#: Downward rounding of a floor (relative, then absolute): covers its few rounded operations with a wide margin.
-_FLOOR_REL, _FLOOR_ABS = 1e-9, 1e-15
 _U = 2.0**-53
 #: Upward rounding of ``delta + e^eps alpha`` (relative) and of ``1 - e^-eps (1 - delta - alpha)`` (absolute).
 _REL_SLACK = 8 * _U
@@ -115,7 +111,7 @@ class Risk:
     def _needed(self, floor: Callable[[DeferredProfile], Any], current: Any) -> PrivacyProfile | None:
         """The deferred profile where it is built or may lower ``current`` (its ``floor`` is not >= it), else None."""
         d = self.deferred
-        if d is None or (not d.is_built and bool(np.all(floor(d) >= current))):
+        if d is None or (not d.will_build and bool(np.all(floor(d) >= current))):
             return None
         return d.build()
 
@@ -290,13 +286,20 @@ def _coarse_scan(profile: PrivacyProfile, a: np.ndarray) -> tuple[np.ndarray, li
     """Both branches on the grid 0, 1/16, 2/16, ... in chunks, stopping once no larger eps can win: branch 0 is
     at least e^eps alpha and branch 1 at least 1 - e^-eps, both increasing in eps, so once min(e^eps alpha,
     1 - e^-eps) exceeds the best value found for every alpha the rest of the grid is useless (and its tiny
-    deltas are the costly ones to certify)."""
+    deltas are the costly ones to certify). Each chunk is cut where that floor passes the best value so far
+    (a suffix: the floor is non-decreasing): the points cut could not lower any alpha's minimum."""
     grids: list[np.ndarray] = []
     values: list[list[np.ndarray]] = [[], []]
     best = np.full(a.size, np.inf)
     start, chunk = 0.0, 32
     while True:
         eps = start + _COARSE_STEP * np.arange(chunk)
+        with np.errstate(over="ignore"):
+            useless = np.all(np.minimum(np.exp(eps)[None, :] * a[:, None], -np.expm1(-eps)[None, :]) >= best[:, None],
+                             axis=0)
+        eps = eps[~useless]
+        if not eps.size:
+            break
         d = np.asarray(profile.delta(eps), dtype=float)
         for b in (0, 1):
             v = _branch(b, eps[None, :], d[None, :], a[:, None])
@@ -308,7 +311,9 @@ def _coarse_scan(profile: PrivacyProfile, a: np.ndarray) -> tuple[np.ndarray, li
             floor = np.minimum(np.exp(last) * a, -np.expm1(-last))
         if np.all(floor >= best) or last > 745.0:
             break
-        start, chunk = last + _COARSE_STEP, min(2 * chunk, 1024)
+        # chunks of 32 up to eps = 6 (where the optima of the quoted FPRs lie: the cut above then stops the scan
+        # within a chunk of them), doubling beyond (few calls for a profile whose optima lie far out)
+        start, chunk = last + _COARSE_STEP, 32 if last < 6.0 else min(2 * chunk, 1024)
     return np.concatenate(grids), [np.concatenate(v, axis=1) for v in values]
 
 
@@ -360,71 +365,6 @@ class RiskTarget:
         if self.advantage is not None:
             return f"advantage <= {self.advantage:g}"
         return f"TPR <= {self.tpr:g} at FPR {self.fpr:g}"
-
-
-class DeferredProfile:
-    """A profile built on first need (``build()``: once; None where it cannot be built; ``describe`` names the
-    risk's source once it is), with a cheap floor under every answer it would give: ``floor`` builds a profile
-    whose LOWER bracket, per direction, lies below the true delta that the built profile's upper delta bounds (the
-    same K-mixture on a coarser mesh: the same buckets, hence the same delta). The floors only decide when to build:
-    a wrong floor could make an answer looser (a certified profile left out), never optimistic."""
-
-    def __init__(self, build: Callable[[], PrivacyProfile | None], floor: Callable[[], PrivacyProfile | None],
-                 describe: Callable[[PrivacyProfile | None], str]) -> None:
-        self._build, self._floor, self.describe = build, floor, describe
-        self._built: tuple[PrivacyProfile | None] | None = None
-        self._lower: np.ndarray | None = None
-        self._lock = threading.Lock()
-        self._prefetch: threading.Thread | None = None
-
-    @property
-    def is_built(self) -> bool:
-        return self._built is not None
-
-    def build(self) -> PrivacyProfile | None:
-        with self._lock:
-            if self._built is None:
-                self._built = (self._build(),)
-            return self._built[0]
-
-    def prefetch_floor(self) -> None:
-        """Start ``lower()`` in a background thread, once, unless the floor or the profile is there already: a
-        ``tpr`` query needs the floor after the other profiles' answers, and computes those meanwhile. ``lower()``
-        holds the lock while it computes, so the query that reads the floor waits for that very computation (the
-        same floor, whatever the timing)."""
-        if self._prefetch is not None or self._lower is not None or self._built is not None:
-            return
-        self._prefetch = threading.Thread(target=self.lower, name="privselect-risk-floor", daemon=True)
-        self._prefetch.start()
-
-    def lower(self) -> np.ndarray:
-        """max over the floor's directions of its lower delta on ``_FLOOR_GRID`` (-inf where there is no floor)."""
-        with self._lock:
-            if self._lower is None:
-                try:
-                    floor = self._floor()
-                except (CertificationError, ValueError, ArithmeticError, MemoryError):
-                    floor = None
-                if floor is None or not floor.certified:
-                    self._lower = np.full(_FLOOR_GRID.size, -np.inf)
-                else:
-                    self._lower = np.max([c.delta_bounds(_FLOOR_GRID)[0] for c in floor.curves], axis=0)
-            return self._lower
-
-    def tpr_floor(self, alpha: np.ndarray) -> np.ndarray:
-        """At most ``_profile_tpr`` of the built profile at each alpha: every eps >= 0 it may try lies in a cell
-        [e_i, e_i+1] of the grid, where its upper delta D(eps) >= the true delta at eps >= the true delta at e_i+1
-        (non-increasing) >= the floor's lower delta G_i+1, so its two branches are at least G_i+1 + e^e_i alpha and
-        1 - e^-e_i (1 - G_i+1 - alpha)_+; beyond the last point e_N, with D >= 0, e^e_N alpha and
-        1 - e^-e_N (1 - alpha). At alpha = 0 no floor (-inf); at alpha >= 1 the answer is 1 whatever it is."""
-        g, e, a = self.lower()[None, 1:], _FLOOR_GRID[None, :-1], alpha[:, None]
-        with np.errstate(over="ignore", invalid="ignore"):
-            cells = np.minimum(g + np.exp(e) * a, 1.0 - np.exp(-e) * np.maximum(1.0 - g - a, 0.0)).min(axis=1)
-            last = float(_FLOOR_GRID[-1])
-            beyond = np.minimum(np.exp(last) * alpha, 1.0 - math.exp(-last) * (1.0 - alpha))
-        floor = np.minimum(cells, beyond) * (1 - _FLOOR_REL) - _FLOOR_ABS
-        floor = np.where(np.isnan(floor), -np.inf, floor)
-        return np.where(alpha <= 0, -np.inf, np.where(alpha >= 1, 1.0, floor))
 
 
 def _branch(which: int, eps: np.ndarray, delta: np.ndarray, alpha: np.ndarray) -> np.ndarray:

@@ -178,9 +178,10 @@ class Report:
                              f"got {self.dataset_size!r}")
         if self.provenance is None:
             object.__setattr__(self, "provenance", Provenance.of(self.cert))
-        _ = self.tuning.profiles  # a report names and plots every profile: build a deferred one now (no floor first)
-        object.__setattr__(self, "numbers", _Numbers.of(self.tuning))
+        if self.tuning.deferred is not None:  # a report plots every profile: built now (no floor), in the background
+            self.tuning.deferred.prefetch()  # while the run's and the selection profile's searches run (same numbers)
         object.__setattr__(self, "run_numbers", None if self.run is None else _Numbers.of(self.run))
+        object.__setattr__(self, "numbers", _Numbers.of(self.tuning))  # waits for the build where it needs it
 
     @classmethod
     def of(cls, cert: Any, *, with_run: bool = True, dataset_size: int | None = None,
@@ -482,6 +483,19 @@ def _points(points: Sequence[tuple[float, float, str]]) -> str:
                                           for i, (_, _, label) in enumerate(points)) + "</ul>"
 
 
+def _plotted_delta(profile: PrivacyProfile, eps: np.ndarray, lo: float, chunk: int = 40) -> np.ndarray:
+    """Upper delta on the increasing ``eps``, by chunks, until it falls below ``lo`` (the figure's floor, where every
+    lower value is drawn alike); past that eps_0 the value there: the true delta is non-increasing, so
+    delta(eps) <= delta(eps_0) <= its upper bound (the far tail, the costly one to certify, is never computed)."""
+    out = np.empty(eps.shape)
+    for start in range(0, eps.size, chunk):
+        out[start:start + chunk] = np.asarray(profile.delta(eps[start:start + chunk]), float)
+        if out[start:start + chunk].min() < lo:
+            out[start + chunk:] = out[start:start + chunk].min()
+            break
+    return out
+
+
 def _figures(facts: Report) -> str:
     cert, t, r = facts.cert, facts.tuning, facts.run
     curve_t = np.asarray(t.tpr(_CURVE_FPRS, precise=False))
@@ -503,17 +517,17 @@ def _figures(facts: Report) -> str:
     top = max(2.0 * cert.epsilon, 1.0) if math.isfinite(cert.epsilon) else 10.0
     top = math.ceil(top / nice_step(top)) * nice_step(top)
     eps_grid = np.linspace(0.0, top, 241)
+    lo = max(min(cert.delta / 100, 1e-12), 1e-300)  # the figure's lowest delta
     colours = ("#2c6e9b", "#8e44ad", "#27ae60")
     prof, prof_words = [], []
     for i, p in enumerate(t.profiles):
         label, what = _profile_words(p, cert)
-        prof.append(Series(label, eps_grid, np.asarray(p.delta(eps_grid), float), colours[i % 3]))
+        prof.append(Series(label, eps_grid, _plotted_delta(p, eps_grid, lo), colours[i % 3]))
         prof_words.append(what)
     if r is not None and r.profile is not None:
-        prof.append(Series("one run", eps_grid, np.asarray(r.profile.delta(eps_grid), float), "#7f8c8d", "6 4"))
+        prof.append(Series("one run", eps_grid, _plotted_delta(r.profile, eps_grid, lo), "#7f8c8d", "6 4"))
         prof_words.append("a single training run's profile, for comparison")
     if prof:
-        lo = max(min(cert.delta / 100, 1e-12), 1e-300)
         dot = [(cert.epsilon, cert.delta, f"certified (ε, δ) = ({cert.epsilon:.4g}, {cert.delta:.3g}), from the "
                                           f"{cert.bound} bound ({cert.theorem})")]
         title = "Privacy profile δ(ε)"

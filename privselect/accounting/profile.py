@@ -37,6 +37,7 @@ __all__ = [
     "ScaledShiftedCurve",
     "composed_gaussian_curve",
     "known_error_budget",
+    "reflected_delta",
 ]
 
 
@@ -299,12 +300,34 @@ def known_error_budget(profile: PrivacyProfile) -> ErrorBudget:
                        details=tuple((f"{name}:{k}", v) for name, b in found for k, v in b.details))
 
 
+def reflected_delta(profile: PrivacyProfile, eps) -> np.ndarray:
+    """Certified upper delta(eps) of ``profile`` at every real eps, each eps < 0 read from the positive side.
+
+    For any P, Q and a > 0, int (p - a q)_+ = int (p - a q) + int (a q - p)_+, so H_a(P || Q) = 1 - a + a H_{1/a}(Q || P)
+    (exact). A profile is a supremum over a symmetric neighbouring relation (add/remove: both directions, the one the
+    reverse of the other; replace-one), so delta(eps) = 1 - e^eps + e^eps delta(-eps), and an upper bound U on the
+    positive side gives -expm1(eps) + e^eps U(-eps) at eps < 0: no evaluation of the profile at a negative eps. Both
+    terms are >= 0; the result is rounded up by 8 units of roundoff (exp, expm1, a product and a sum: a few ulps).
+    """
+    e = np.asarray(eps, dtype=float)
+    flat = e.reshape(-1)
+    negative = flat < 0
+    if not negative.any():
+        return np.asarray(profile.delta(e), dtype=float)
+    values = np.asarray(profile.delta(np.abs(flat)), dtype=float).reshape(-1)  # one query for both sides
+    x = flat[negative]
+    out = values.copy()
+    out[negative] = np.minimum(1.0, (-np.expm1(x) + np.exp(x) * values[negative]) * (1 + 8 * _U))
+    return out.reshape(e.shape)
+
+
 class ScaledShiftedCurve(DirectionalCurve):
     """delta'(eps) = min(1, scale * delta_base(eps - shift)), an upper bound only.
 
     The form of every profile bound of Koskela, Redberg, Wang 2024 (Thm 3.2, 3.3, 5.2, 5.7,
     Cor. 5.8). ``delta_base`` is the certified upper side of ``base`` (both directions
-    already maximised). Where the bound is only proven for eps > 0 (``positive_eps_only``),
+    already maximised), read at a negative argument eps - shift from the positive side
+    (``reflected_delta``). Where the bound is only proven for eps > 0 (``positive_eps_only``),
     the curve returns the trivial bound 1 at eps <= 0. The lower side is 0.
     """
 
@@ -333,7 +356,7 @@ class ScaledShiftedCurve(DirectionalCurve):
 
     def delta_bounds(self, eps):
         e = np.asarray(eps, dtype=float)
-        upper = np.minimum(1.0, self.scale * self.base.delta(e - self.shift))
+        upper = np.minimum(1.0, self.scale * reflected_delta(self.base, e - self.shift))
         if self.positive_eps_only:
             upper = np.where(e > 0, upper, 1.0)
         return np.zeros_like(upper), upper

@@ -52,3 +52,27 @@ def test_an_unknown_accountant_is_refused_with_the_registered_names(capsys):
     err = capsys.readouterr().err
     assert "argument --accountant: invalid choice: 'bogus'" in err
     assert all(repr(name) in err for name in accountant_names())
+
+
+_LOAD_CERTIFICATE = """
+import json, sys
+import privselect.report
+from privselect.selection.certify import Certificate
+Certificate.from_json(sys.stdin.read())
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_loading_the_accounting_stack_and_a_geometric_certificate_leaves_scipy_optimize_unloaded():
+    """scipy.optimize (about 0.1 s of import) loads only where a root finder or isotonic regression runs: importing
+    the accounting and report modules does not load it, nor does reading a K ~ Geometric certificate
+    (Geometric(mean=m) has gamma = 1/m in closed form)."""
+    import privselect as ps
+
+    cert = ps.certify(ps.Gaussian(noise_multiplier=1.1).poisson_subsample(256 / 60000).compose(100),
+                      ps.Geometric(mean=10), 1e-5)
+    done = subprocess.run([sys.executable, "-c", _LOAD_CERTIFICATE], input=cert.to_json(), capture_output=True,
+                          text=True, timeout=120, check=True)
+    modules = set(json.loads(done.stdout))
+    assert {"privselect.accounting", "privselect.selection.distributions", "scipy.special"} <= modules
+    assert not [m for m in modules if m.startswith("scipy.optimize")]

@@ -61,6 +61,17 @@ def test_solver_from_mean_is_conservative(eta, mean):
     assert d.mean == pytest.approx(mean, rel=1e-12)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=1.0 + 2.0**-40, max_value=1e6))
+def test_geometric_from_mean_is_the_largest_gamma_whose_mean_reaches_it(mean):
+    """Geometric(mean=m): E K = 1/gamma (KRW Sec. 5.1), so gamma is 1/m up to rounding. The one chosen has a mean
+    of at least m, and the next double up has a mean below m: conservative, and no more than rounding."""
+    g = Geometric(mean=mean).gamma
+    assert Geometric(gamma=g).mean >= mean
+    assert Geometric(gamma=float(np.nextafter(g, 1.0))).mean < mean
+    assert g == pytest.approx(1.0 / mean, rel=1e-15)
+
+
 def test_large_k_log_pmf_is_finite():
     d = TruncatedNegativeBinomial(0.5, mean=1e5)
     assert np.isfinite(d.log_pmf(10**7))

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import optimize
 
 from .. import _validation as check
 from ..accounting import get_accountant, privacy_profile
@@ -183,6 +182,7 @@ def _log_root(g: Callable[[float], float], x0: float, lo: float, hi: float, step
         a, ga = b, gb
     left, right = (a, b) if a < b else (b, a)
     finite = lambda x: min(max(g(x), -1e3), 1e3)  # noqa: E731 (+inf: not certified, far on the unsafe side)
+    from scipy import optimize  # lazily: scipy.optimize is a tenth of a second of import
     return optimize.brentq(finite, left, right, xtol=1e-5)
 
 
@@ -191,6 +191,7 @@ def _guess_sigma(target: float, delta: float, schedule: _Schedule, k: KDistribut
     Cor. 5.4), mu = q sqrt(T (e^{1/sigma^2} - 1)), with half the budget at delta / E[K] for a tuning."""
     if k is not None:
         target, delta = target / 2, delta / max(k.mean, 1.0)
+    from scipy import optimize  # lazily: scipy.optimize is a tenth of a second of import
     mu = optimize.brentq(lambda m: float(gaussian_epsilon(delta, m)) - target, 1e-8, 1e3) \
         if float(gaussian_epsilon(delta, 1e3)) > target else 1e3
     q, t = schedule.rate, schedule.steps
@@ -574,6 +575,7 @@ def calibrate_k_mean(base: Mechanism | PrivacyProfile, target_epsilon: float, de
     else:
         raise CertificationError("could not bracket the calibration target; the target may be unreachable")
     hi = 2 * lo
+    from scipy import optimize  # lazily: scipy.optimize is a tenth of a second of import
     m = optimize.brentq(excess, lo, hi, rtol=rtol)
     while excess(m) > 0:  # safe side: step down until the certificate meets the target
         m = max(lo, m * (1 - rtol))

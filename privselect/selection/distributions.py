@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from .. import _validation as check
 from .law_numerics import (
@@ -369,8 +369,17 @@ def _tnb_gamma_from_mean(eta: float, mean: float) -> float:
             raise ValueError(f"mean={mean!r} is too large to represent with eta={eta!r}: gamma would be "
                              f"below the smallest normal double")
         lo = max(2 * lo, floor)
-    root = optimize.brentq(f, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps) if f(hi) < 0 else hi
-    gamma = min(math.exp(root), _GAMMA_BELOW_ONE)
+    if eta == 1.0:  # geometric: E[K] = 1/gamma, so the root is 1/mean up to rounding; take the bracket's end
+        gamma = 1.0 / mean
+        for _ in range(64):
+            up = float(np.nextafter(gamma, 1.0))
+            if up > _GAMMA_BELOW_ONE or _tnb_mean(eta, up) < mean:
+                break
+            gamma = up
+    else:
+        from scipy import optimize  # lazily: scipy.optimize is a tenth of a second of import
+        root = optimize.brentq(f, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps) if f(hi) < 0 else hi
+        gamma = min(math.exp(root), _GAMMA_BELOW_ONE)
     for _ in range(10_000):  # step to the conservative side of the bracket
         if _tnb_mean(eta, gamma) >= mean:
             break

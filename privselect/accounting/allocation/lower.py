@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from ...memo import quiet_cache
 from ..budget import DEFAULT_MAX_MEMORY, require_memory
@@ -115,6 +115,7 @@ def _head_cells(s: float, g: float, n_bins: int, up: bool) -> tuple[np.ndarray, 
         if not _cell_mean(s, lo, j * g + 64 * g) > j * g:
             break
         aim = (j + (-_HEAD_AIM if up else _HEAD_AIM)) * g
+        from scipy import optimize  # lazily: scipy.optimize is a tenth of a second of import
         cuts.append(optimize.brentq(lambda b, lo=lo, aim=aim: _cell_mean(s, lo, b) - aim, aim, j * g + 64 * g,
                                     xtol=1e-12 * g))
         index.append(j)

@@ -35,7 +35,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
 from ..plrv import PrivacyLoss
 
@@ -222,6 +221,7 @@ def _tangent_law(loss: PrivacyLoss, grid: np.ndarray, x: np.ndarray, dx: np.ndar
     ys = np.concatenate([[1.0], values])
     widths = np.concatenate([[x[0]], dx])
     chords = np.diff(ys) / widths
+    from scipy.optimize import isotonic_regression  # lazily: scipy.optimize is a tenth of a second of import
     slopes = isotonic_regression(chords, weights=widths, increasing=True).x
     slopes = np.maximum.accumulate(np.minimum(slopes, 0.0))
     kinks = np.diff(np.concatenate([slopes, [0.0]]))

@@ -21,7 +21,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
 
 from ... import _validation as check
 from ...accounting import privacy_profile
@@ -81,6 +80,7 @@ def cor62_thresholds(eps_q: float, delta: float, k: TruncatedNegativeBinomial, *
         raise ValueError(f"eps_q={eps_q:g} and delta_q={delta_q:g}: no reference Gaussian with mu in "
                          f"[{mu_lo:g}, {mu_hi:g}] is exactly (eps_q, delta_q)-DP (the pair is outside the range "
                          "this reference covers)")
+    from scipy import optimize  # lazily: scipy.optimize is a tenth of a second of import
     mu = optimize.brentq(gap, mu_lo, mu_hi, xtol=1e-14)
     c = (1 - k.gamma) / k.gamma
     grid = np.linspace(0.0, max(4 * eps_q, 10.0), 40001)

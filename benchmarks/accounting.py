@@ -37,8 +37,9 @@ At delta ~ 1e-15 dp-accounting's PLD is below its floating-point floor: its valu
 not trusted (the ``ref`` column decides).
 
 Large-scale block (issue 31): Poisson-subsampled Gaussian, T in {1e5, 1e6, 1e7} x q in {1e-5, 1e-4, 1e-3} x
-sigma in {0.6, 0.8, 1.0} x delta in {1e-5, 1e-8, 1e-10}: the default's eps (a cold build plus one query), its
-CPU seconds and peak traced memory (tracemalloc), next to dp-accounting's pessimistic PLD(1e-4) (compose plus
+sigma in {0.6, 0.8, 1.0} x delta in {1e-5, 1e-8, 1e-10}: the default's eps (a cold build plus one query, in a
+forked child of the warmed-up process, so no earlier cell's caches help it), its CPU seconds (untraced) and peak
+traced memory (tracemalloc, a second child), next to dp-accounting's pessimistic PLD(1e-4) (compose plus
 query; its per-composition tail truncation at 1e-22: at its default 1e-15 it answers 0.993 at T 1e6, q 1e-5,
 sigma 0.6, delta 1e-10, below the closed-form lower bound 1.071 there) and prv-accountant (eps_error 0.01, delta_error delta/1000; its upper end) where it runs; each peer runs in a
 child process and is marked "timeout>120s" past 120 s (``--peer-timeout``). Target: the
@@ -90,6 +91,10 @@ bracket identical to 10 digits, e.g. [0.05606591498, 0.05618659449] and [0.10190
 
 The sigma 1 cells are unchanged (0.11-0.50 s; at q 1e-6, alternating the two versions four times, medians within
 0.015 s of each other); peak traced memory 2-7% lower.
+
+Measured cold (each cell in its own child; before, a cell's second delta reused the first's step laws and its time
+was taken under tracemalloc), quiet machine (load ~1): sigma 0.6 cells 1.09-1.63 s CPU (T 1e5, q 1e-6: 1.61 and
+1.63 s; T 1e6, q 1e-6: 1.51 and 1.21 s), sigma 1 cells 0.27-0.76 s, peak 27-360 MB; PLD(1e-4) 0.09-3.03 s.
 
     python -m benchmarks.accounting --scale [--scale-steps 1e5,1e6] [--scale-rates 1e-4] [--scale-noises 0.8]
     python -m benchmarks.accounting --few-sampled
@@ -305,6 +310,22 @@ def _measured(fn):
     return value, seconds, peak
 
 
+def _cold(fn, timeout: float = 600.0):
+    """(value or failure text, CPU seconds, peak traced MB) of fn() from a cold start: each run in a forked child
+    of the warmed-up process (so no earlier cell's caches help it), timed without tracemalloc (tracing slows numpy's
+    many small allocations, by up to 50% here) and traced for its peak in a second child."""
+    def timed_cpu():
+        start = time.process_time()
+        value = fn()
+        return [(value, time.process_time() - start)]
+
+    timed_run, traced = _in_child(timed_cpu, timeout), _in_child(lambda: [_measured(fn)], timeout)
+    if isinstance(timed_run, str):
+        return timed_run, math.nan, math.nan
+    (value, seconds), peak = timed_run[0], (math.nan if isinstance(traced, str) else traced[0][2])
+    return value, seconds, peak
+
+
 #: A peer's cell (its build and its queries) that runs longer than this is stopped and marked "timeout".
 PEER_TIMEOUT = 120.0
 PEER_TAIL = 1e-22  # dp-accounting's per-composition tail truncation in the large-scale blocks
@@ -367,7 +388,7 @@ def scale_block(steps=SCALE_STEPS, rates=SCALE_RATES, noises=SCALE_NOISES, delta
                     plds = [(plds, math.nan, math.nan)] * len(deltas)
                 prv_timed_out = False
                 for delta, pld in zip(deltas, plds):
-                    ours = _measured(lambda: default_epsilon(parts, delta))
+                    ours = _cold(lambda: default_epsilon(parts, delta))
                     if not with_prv:
                         prv = ("not run", math.nan, math.nan)
                     elif prv_timed_out:  # its cost barely depends on delta: the other deltas are not run

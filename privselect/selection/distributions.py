@@ -369,7 +369,7 @@ def _tnb_gamma_from_mean(eta: float, mean: float) -> float:
             raise ValueError(f"mean={mean!r} is too large to represent with eta={eta!r}: gamma would be "
                              f"below the smallest normal double")
         lo = max(2 * lo, floor)
-    if eta == 1.0:  # geometric: E[K] = 1/gamma, so the root is 1/mean up to rounding; take the bracket's end
+    if eta == 1.0:  # geometric: E[K] = 1/gamma, so the root is 1/mean up to rounding; the largest such gamma
         gamma = 1.0 / mean
         for _ in range(64):
             up = float(np.nextafter(gamma, 1.0))

@@ -104,6 +104,8 @@ def _head_cells(s: float, g: float, n_bins: int, up: bool) -> tuple[np.ndarray, 
     moved to 0 would lose its mean, a first-order gap), the others for as long as a midpoint cell there would sit
     more than `_HEAD_SLACK` meshes off its point (the steep rise or fall of the density next to 0, where merging
     with a small neighbour cannot place it); at most `_HEAD_CELLS` cells."""
+    from scipy import optimize  # lazily: scipy.optimize is a tenth of a second of import
+
     cuts: list[float] = [0.0]  # cell 0 = [0, 0]: the head's first cell starts at 0
     index: list[int] = []
     lo = 0.0
@@ -115,7 +117,6 @@ def _head_cells(s: float, g: float, n_bins: int, up: bool) -> tuple[np.ndarray, 
         if not _cell_mean(s, lo, j * g + 64 * g) > j * g:
             break
         aim = (j + (-_HEAD_AIM if up else _HEAD_AIM)) * g
-        from scipy import optimize  # lazily: scipy.optimize is a tenth of a second of import
         cuts.append(optimize.brentq(lambda b, lo=lo, aim=aim: _cell_mean(s, lo, b) - aim, aim, j * g + 64 * g,
                                     xtol=1e-12 * g))
         index.append(j)
